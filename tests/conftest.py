@@ -1,0 +1,41 @@
+"""Shared fixtures: one local SparkSession for the whole test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from txsql.engine.spark import local_session
+
+    session = local_session("local[2]", "txsql-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.fail(f"shared fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture()
+def fixture_copy(tmp_path: Path, fixtures_dir: Path):  # type: ignore[no-untyped-def]
+    """Return a function copying a fixture table into tmp_path (fixtures are read-only)."""
+
+    def copy(relative: str) -> Path:
+        dest = tmp_path / Path(relative).name
+        shutil.copytree(fixtures_dir / relative, dest)
+        return dest
+
+    os.environ.setdefault("PYSPARK_PYTHON", shutil.which("python") or "python")
+    return copy

@@ -1,0 +1,33 @@
+"""txsql: transactional SQL for Spark notebooks on the open Delta Lake format."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from txsql import errors
+
+__version__ = "0.1.0"
+__all__ = ["Result", "Session", "Table", "__version__", "errors"]
+
+if TYPE_CHECKING:
+    from txsql.result import Result
+    from txsql.session import Session
+    from txsql.table import Table
+
+
+def __getattr__(name: str) -> Any:
+    # Imported lazily so `txsql.log`, `txsql.dv`... stay importable without pyspark/sqlglot.
+    if name == "Session":
+        from txsql.session import Session
+
+        return Session
+    if name == "Table":
+        from txsql.table import Table
+
+        return Table
+    if name == "Result":
+        from txsql.result import Result
+
+        return Result
+    raise AttributeError(f"module 'txsql' has no attribute {name!r}")
+

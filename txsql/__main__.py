@@ -1,0 +1,3 @@
+from txsql.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,217 @@
+"""The one exception tree of txsql.
+
+Every error derives from :class:`TxSqlError` and carries a ``hint`` telling the user how
+to fix or avoid it. Leaf classes are typed so callers catch a type, never match a string.
+This module is a leaf: it imports nothing from txsql.
+"""
+
+from __future__ import annotations
+
+
+class TxSqlError(Exception):
+    """Base class for every error raised by txsql.
+
+    ``statement``, ``line`` and ``column`` (1-based, in the cell or script) are filled in
+    by the session for errors raised while running a statement.
+    """
+
+    default_hint = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+        if not hasattr(self, "line"):
+            self.statement: str = ""
+            self.line: int | None = None
+            self.column: int | None = None
+        super().__init__(self._render())
+
+    def locate(self, statement: str, line: int, column: int) -> None:
+        """Attach the statement's position in the cell if nothing more precise is known."""
+        if self.line is None:
+            self.statement, self.line, self.column = statement, line, column
+            self.args = (self._render(),)
+
+    def _render(self) -> str:
+        where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
+        text = self.message + where
+        return f"{text}\nHow to fix: {self.hint}" if self.hint else text
+
+
+# --- storage -------------------------------------------------------------------------
+
+
+class StorageError(TxSqlError):
+    """A problem talking to the file system holding a table."""
+
+
+class UnsupportedStorageError(StorageError):
+    """The table location uses a URI scheme txsql cannot write to."""
+
+    default_hint = "Use a local path or a file: URI; object stores are not supported yet."
+
+
+class VersionExistsError(StorageError):
+    """Another writer already created this commit file (we lost the race)."""
+
+    default_hint = "Re-read the table and retry; txsql's commit loop does this for you."
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        super().__init__(f"commit version {version} already exists")
+
+
+# --- table / log ---------------------------------------------------------------------
+
+
+class TableNotFoundError(TxSqlError):
+    """No Delta table at the given name or path."""
+
+    default_hint = "Check the name or path, or create it with CREATE TABLE."
+
+
+class TableExistsError(TxSqlError):
+    """CREATE TABLE on a location that already holds a Delta table."""
+
+    default_hint = "Use CREATE TABLE IF NOT EXISTS, or pick another name or LOCATION."
+
+
+class CorruptLogError(TxSqlError):
+    """A commit or checkpoint could not be parsed or the log has a gap."""
+
+    default_hint = (
+        "The table's _delta_log is damaged; restore the missing or broken file from a "
+        "backup, or read an earlier version that is intact."
+    )
+
+
+class VersionNotFoundError(TxSqlError):
+    """Time travel to a version or timestamp the log cannot reconstruct."""
+
+    default_hint = "Run DESCRIBE HISTORY to see which versions are available."
+
+
+class UnsupportedFeatureError(TxSqlError):
+    """The table needs a protocol version or table feature txsql does not implement."""
+
+    default_hint = "Read this table with an engine that supports the listed features."
+
+
+class CorruptDeletionVectorError(TxSqlError):
+    """A deletion-vector file or inline bitmap failed its size, checksum or cardinality check."""
+
+    default_hint = (
+        "The deletion vector file is damaged or was replaced; restore it from a backup or "
+        "RESTORE the table to a version that does not use it."
+    )
+
+
+class SchemaError(TxSqlError):
+    """Data does not fit the table's schema, or a schema string is invalid."""
+
+    default_hint = "Compare the column names and types with DESCRIBE of the table."
+
+
+class InvalidTablePropertyError(TxSqlError):
+    """A table property has an unknown key or an invalid value."""
+
+
+# --- SQL front end --------------------------------------------------------------------
+
+
+class SqlError(TxSqlError):
+    """A statement could not be parsed, planned or run."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        statement: str = "",
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.statement = statement
+        self.line = line
+        self.column = column
+        super().__init__(message, hint=hint)
+
+
+class SqlParseError(SqlError):
+    """The SQL text is not valid."""
+
+    default_hint = "Check the syntax near the position shown."
+
+
+class UnsupportedStatementError(SqlError):
+    """Valid SQL that txsql does not run (yet)."""
+
+
+# --- transactions ---------------------------------------------------------------------
+
+
+class TransactionError(TxSqlError):
+    """Misuse of a transaction (committing twice, writing a second table...)."""
+
+
+class CommitConflictError(TxSqlError):
+    """A concurrent commit invalidated this transaction.
+
+    Attributes:
+        winning_version: the version the other writer committed.
+        winning_operation: that commit's ``operation`` (e.g. ``DELETE``).
+        isolation_level: the level this transaction was checked under.
+        rule: the conflict rule that fired, in words.
+    """
+
+    default_hint = "Re-run the statement; it will read the newest version."
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        winning_version: int,
+        winning_operation: str | None = None,
+        isolation_level: str | None = None,
+        rule: str = "",
+        partitions: tuple[str, ...] = (),
+        files: tuple[str, ...] = (),
+        hint: str | None = None,
+    ) -> None:
+        self.winning_version = winning_version
+        self.winning_operation = winning_operation
+        self.isolation_level = isolation_level
+        self.rule = rule
+        self.partitions = partitions
+        self.files = files
+        super().__init__(message, hint=hint)
+
+
+class ProtocolChangedError(CommitConflictError):
+    """The winner changed the table protocol [Delta: ProtocolChangedException]."""
+
+
+class MetadataChangedError(CommitConflictError):
+    """The winner changed schema or properties [Delta: MetadataChangedException]."""
+
+
+class ConcurrentTransactionError(CommitConflictError):
+    """The winner wrote the same app id or domain [Delta: ConcurrentTransactionException]."""
+
+
+class ConcurrentAppendError(CommitConflictError):
+    """The winner added data this transaction read [Delta: ConcurrentAppendException]."""
+
+
+class ConcurrentDeleteReadError(CommitConflictError):
+    """The winner removed a file this transaction read [Delta: ConcurrentDeleteReadException]."""
+
+
+class ConcurrentDeleteDeleteError(CommitConflictError):
+    """The winner removed a file this transaction removes [ConcurrentDeleteDeleteException]."""
+
+
+class CommitRetriesExceededError(TxSqlError):
+    """The commit lost more races than the configured retry limit allows."""
+
+    default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."

@@ -1,0 +1,374 @@
+"""Reading classic, multi-part and V2 checkpoints; writing classic single-file ones.
+
+A checkpoint is the reconciled table state at one version: one row per action, one struct
+column per action type. Written checkpoints use exactly the column order and types Delta
+Spark writes (reference §1.4) so DuckDB's delta extension and ``deltalake`` read them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from txsql.errors import CorruptLogError
+from txsql.log import properties
+from txsql.log.actions import Action, CheckpointMetadata, Metadata, SetTransaction, Sidecar
+from txsql.log.codec import action_from_checkpoint_row, action_to_checkpoint_row, decode_commit
+from txsql.log.schema import (
+    DataType,
+    DecimalType,
+    PrimitiveType,
+    parse_partition_value,
+    parse_schema,
+    physical_name,
+)
+from txsql.log.segment import SIDECAR_DIR, CheckpointRef
+from txsql.log.snapshot import Snapshot
+from txsql.storage.logstore import LogStore
+from txsql.storage.paths import LAST_CHECKPOINT, checkpoint_name
+
+# Columns a reader needs, in the order actions are replayed (non-file actions first).
+ACTION_COLUMNS = (
+    "protocol",
+    "metaData",
+    "txn",
+    "domainMetadata",
+    "checkpointMetadata",
+    "sidecar",
+    "add",
+    "remove",
+)
+# Typed duplicates of JSON fields (data skipping only); skipping them saves conversion time.
+_DERIVED = frozenset(("partitionValues_parsed", "stats_parsed"))
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def _parquet_actions(data: bytes, source: str, columns: Iterable[str]) -> list[Action]:
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        present = set(pf.schema_arrow.names)
+        wanted = [c for c in columns if c in present]
+        table = pf.read(columns=wanted)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorruptLogError(f"checkpoint {source} is not readable Parquet: {exc}") from exc
+    out: list[Action] = []
+    for name in wanted:
+        col = table.column(name)
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if arr.null_count == len(arr):
+            continue
+        arr = arr.filter(pc.is_valid(arr))
+        if isinstance(arr.type, pa.StructType) and any(f.name in _DERIVED for f in arr.type):
+            keep = [f.name for f in arr.type if f.name not in _DERIVED]
+            arr = pa.StructArray.from_arrays([arr.field(k) for k in keep], names=keep)
+        for row in arr.to_pylist():
+            action = action_from_checkpoint_row(name, row)
+            if action is not None:
+                out.append(action)
+    return out
+
+
+def read_checkpoint_file(
+    store: LogStore, name: str, columns: Iterable[str] = ACTION_COLUMNS
+) -> list[Action]:
+    """Decode one checkpoint file (``.parquet`` or V2 ``.json``) in ``_delta_log``."""
+    try:
+        data = store.read_log_file(name)
+    except FileNotFoundError as exc:
+        raise CorruptLogError(f"checkpoint file {name} disappeared while reading") from exc
+    if name.endswith(".json"):
+        wanted = set(columns)
+        actions = decode_commit(data, source=name)
+        return [a for a in actions if _column_of(a) in wanted]
+    return _parquet_actions(data, name, columns)
+
+
+def _column_of(action: Action) -> str:
+    if isinstance(action, CheckpointMetadata):
+        return "checkpointMetadata"
+    if isinstance(action, Sidecar):
+        return "sidecar"
+    try:
+        return action_to_checkpoint_row(action)[0]
+    except ValueError:
+        return ""  # commitInfo / cdc never belong in a checkpoint
+
+
+def read_sidecar_names(store: LogStore, name: str) -> tuple[str, ...]:
+    """File names (under ``_delta_log/_sidecars``) a V2 checkpoint references."""
+    actions = read_checkpoint_file(store, name, ("sidecar",))
+    return tuple(_sidecar_file(a.path) for a in actions if isinstance(a, Sidecar))
+
+
+def _sidecar_file(path: str) -> str:
+    # The protocol stores the name relative to _sidecars; tolerate a full path too.
+    return path.rsplit("/", 1)[-1]
+
+
+def read_checkpoint(store: LogStore, ref: CheckpointRef) -> list[Action]:
+    """All actions of a checkpoint: every part, plus the file actions of its sidecars."""
+    actions: list[Action] = []
+    for name in ref.files:
+        actions.extend(read_checkpoint_file(store, name))
+    sidecars = [_sidecar_file(a.path) for a in actions if isinstance(a, Sidecar)]
+    for side in sidecars:
+        actions.extend(read_checkpoint_file(store, f"{SIDECAR_DIR}/{side}", ("add", "remove")))
+    return actions
+
+
+# --- partitionValues_parsed ---------------------------------------------------------
+
+_PRIMITIVES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+    "binary": pa.binary(),
+}
+
+PartitionFields = list[tuple[str, DataType, pa.DataType]]
+
+
+def _arrow_type(t: DataType) -> pa.DataType:
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, PrimitiveType) and t.name in _PRIMITIVES:
+        return _PRIMITIVES[t.name]
+    raise CorruptLogError(f"partition column type {t!r} is not supported in checkpoints")
+
+
+def _partition_fields(metadata: Metadata) -> PartitionFields:
+    """(physical name, Delta type, Arrow type) per partition column, in declared order."""
+    schema = parse_schema(metadata.schema_string)
+    mode = metadata.configuration.get("delta.columnMapping.mode", "none")
+    out = []
+    for col in metadata.partition_columns:
+        fld = schema.field(col)
+        # Under column mapping partitionValues (so the parsed struct) use physical names.
+        out.append((physical_name(fld, mode), fld.type, _arrow_type(fld.type)))
+    return out
+
+
+def partition_struct_type(metadata: Metadata) -> pa.StructType:
+    """The type of ``add.partitionValues_parsed`` for a partitioned table."""
+    return pa.struct([(name, arrow) for name, _, arrow in _partition_fields(metadata)])
+
+
+def parse_partition_values(
+    fields: PartitionFields, values: dict[str, str | None]
+) -> dict[str, object]:
+    """``partitionValues_parsed`` of one add (missing keys are NULL)."""
+    return {name: parse_partition_value(values.get(name), t) for name, t, _ in fields}
+
+
+# --- writing ---------------------------------------------------------------------------
+
+_STR_MAP = pa.map_(pa.string(), pa.string())
+_DV = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+        ("maxRowIndex", pa.int64()),
+    ]
+)
+_TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+_REMOVE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", _STR_MAP),
+        ("size", pa.int64()),
+        ("deletionVector", _DV),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
+)
+_METADATA = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("configuration", _STR_MAP),
+        ("createdTime", pa.int64()),
+    ]
+)
+_PROTOCOL = pa.struct(
+    [
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("readerFeatures", pa.list_(pa.string())),
+        ("writerFeatures", pa.list_(pa.string())),
+    ]
+)
+_DOMAIN = pa.struct(
+    [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
+)
+_CHECKPOINT_METADATA = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])
+
+
+def _add_type(partition_parsed: pa.StructType | None, clustering: bool) -> pa.StructType:
+    fields = [
+        ("path", pa.string()),
+        ("partitionValues", _STR_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("tags", _STR_MAP),
+        ("deletionVector", _DV),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
+    if clustering:
+        fields.append(("clusteringProvider", pa.string()))
+    fields.append(("stats", pa.string()))
+    if partition_parsed is not None and partition_parsed.num_fields:
+        fields.append(("partitionValues_parsed", partition_parsed))
+    return pa.struct(fields)
+
+
+def checkpoint_schema(snapshot: Snapshot) -> pa.Schema:
+    """The Parquet schema of a classic checkpoint of ``snapshot`` (Delta Spark's order)."""
+    clustering = any(f.clustering_provider is not None for f in snapshot.files)
+    parsed = partition_struct_type(snapshot.metadata) if snapshot.partition_columns else None
+    fields = [
+        pa.field("txn", _TXN),
+        pa.field("add", _add_type(parsed, clustering)),
+        pa.field("remove", _REMOVE),
+        pa.field("metaData", _METADATA),
+        pa.field("protocol", _PROTOCOL),
+        pa.field("domainMetadata", _DOMAIN),
+    ]
+    if _uses_v2_spec(snapshot):
+        fields.append(pa.field("checkpointMetadata", _CHECKPOINT_METADATA))
+    return pa.schema(fields)
+
+
+def _uses_v2_spec(snapshot: Snapshot) -> bool:
+    # With the v2Checkpoint feature every checkpoint must carry checkpointMetadata.
+    return "v2Checkpoint" in (snapshot.protocol.writer_features or ())
+
+
+def checkpoint_actions(snapshot: Snapshot, now_ms: int | None = None) -> list[Action]:
+    """The actions a checkpoint of ``snapshot`` holds (expired tombstones dropped)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    horizon = now_ms - properties.deleted_file_retention_ms(snapshot.configuration)
+    txns = snapshot.transactions or {
+        app: SetTransaction(app, v) for app, v in snapshot.app_versions.items()
+    }
+    txn_retention = properties.set_transaction_retention_ms(snapshot.configuration)
+    if txn_retention is not None:
+        # Expired app ids are dropped like Spark does (only those that record lastUpdated).
+        cutoff = now_ms - txn_retention
+        txns = {a: t for a, t in txns.items() if t.last_updated is None or t.last_updated >= cutoff}
+    actions: list[Action] = [snapshot.protocol, snapshot.metadata]
+    if _uses_v2_spec(snapshot):
+        actions.append(CheckpointMetadata(snapshot.version))
+    actions.extend(txns.values())
+    actions.extend(d for d in snapshot.domains.values() if not d.removed)
+    actions.extend(snapshot.files)
+    # Spark treats a missing deletionTimestamp as 0, i.e. already expired.
+    actions.extend(r for r in snapshot.tombstones if (r.deletion_timestamp or 0) > horizon)
+    return actions
+
+
+def checkpoint_table(snapshot: Snapshot, now_ms: int | None = None) -> pa.Table:
+    """Build the checkpoint rows of ``snapshot`` as an Arrow table."""
+    schema = checkpoint_schema(snapshot)
+    actions = checkpoint_actions(snapshot, now_ms)
+    columns: dict[str, list[dict[str, Any] | None]] = {
+        n: [None] * len(actions) for n in schema.names
+    }
+    add_type = schema.field("add").type
+    parsed = (
+        _partition_fields(snapshot.metadata) if "partitionValues_parsed" in add_type.names else None
+    )
+    for i, action in enumerate(actions):
+        if isinstance(action, CheckpointMetadata):
+            name, row = "checkpointMetadata", {"version": action.version, "tags": action.tags}
+        else:
+            name, row = action_to_checkpoint_row(action)
+        if name == "add" and parsed is not None:
+            row["partitionValues_parsed"] = parse_partition_values(
+                parsed, row.get("partitionValues") or {}
+            )
+        columns[name][i] = row
+    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What ``_last_checkpoint`` records about a written checkpoint."""
+
+    version: int
+    size: int
+    size_in_bytes: int
+    num_of_add_files: int
+
+    def to_json(self) -> bytes:
+        """The ``_last_checkpoint`` body.
+
+        >>> CheckpointInfo(10, 4, 900, 2).to_json()
+        b'{"version":10,"size":4,"sizeInBytes":900,"numOfAddFiles":2}'
+        """
+        body = {
+            "version": self.version,
+            "size": self.size,
+            "sizeInBytes": self.size_in_bytes,
+            "numOfAddFiles": self.num_of_add_files,
+        }
+        return json.dumps(body, separators=(",", ":")).encode()
+
+
+def write_checkpoint(
+    store: LogStore, snapshot: Snapshot, *, now_ms: int | None = None
+) -> CheckpointInfo:
+    """Write ``%020d.checkpoint.parquet`` for ``snapshot``, then ``_last_checkpoint``.
+
+    Both writes are atomic replaces; the checkpoint goes first so the hint never points at
+    a file that does not exist yet.
+    """
+    table = checkpoint_table(snapshot, now_ms)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    data = sink.getvalue().to_pybytes()
+    store.write_log_file(checkpoint_name(snapshot.version), data)
+    info = CheckpointInfo(snapshot.version, table.num_rows, len(data), len(snapshot.files))
+    store.write_log_file(LAST_CHECKPOINT, info.to_json())
+    return info
+
+
+def should_checkpoint(version: int, configuration: dict[str, str]) -> bool:
+    """Whether a writer should checkpoint after committing ``version``.
+
+    >>> should_checkpoint(10, {}), should_checkpoint(9, {}), should_checkpoint(0, {})
+    (True, False, False)
+    >>> should_checkpoint(4, {"delta.checkpointInterval": "2"})
+    True
+    """
+    interval = properties.checkpoint_interval(configuration)
+    return version > 0 and interval > 0 and version % interval == 0

@@ -1,0 +1,339 @@
+"""Delta's table schema (Spark's StructType JSON) without Spark, and partition values.
+
+``metaData.schemaString`` is Spark's ``StructType.json()``. The log layer needs it for
+column mapping, partition value typing and stats, and must not import pyspark, so this
+module models it with frozen dataclasses that round-trip the JSON exactly in meaning.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Union
+
+from txsql.errors import SchemaError
+
+# Spark's JSON names of the atomic types. ``null`` is NullType's pre-3.0 spelling.
+PRIMITIVE_NAMES = frozenset(
+    {"string", "long", "integer", "short", "byte", "float", "double", "boolean", "binary"}
+    | {"date", "timestamp", "timestamp_ntz", "void", "null", "variant", "interval"}
+)
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
+_COLLATED = re.compile(r"string collate \S+")
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveType:
+    """An atomic type named as in Spark's JSON (``long``, ``timestamp_ntz``...)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecimalType:
+    precision: int = 10
+    scale: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType:
+    element_type: DataType
+    contains_null: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MapType:
+    key_type: DataType
+    value_type: DataType
+    value_contains_null: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StructField:
+    name: str
+    type: DataType
+    nullable: bool = True
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StructType:
+    fields: tuple[StructField, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field(self, name: str) -> StructField:
+        """Look a top-level field up by name, case-insensitively like Spark.
+
+        >>> parse_schema('{"type":"struct","fields":[{"name":"Id","type":"long",'
+        ...     '"nullable":true,"metadata":{}}]}').field("id").type
+        PrimitiveType(name='long')
+        """
+        for f in self.fields:
+            if f.name == name:
+                return f
+        lowered = name.lower()
+        for f in self.fields:
+            if f.name.lower() == lowered:
+                return f
+        raise SchemaError(
+            f"column {name!r} not found; the table has {', '.join(self.names) or 'no columns'}"
+        )
+
+
+DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]
+
+
+# --- JSON -> model -----------------------------------------------------------------------
+
+
+def parse_type(value: Any) -> DataType:
+    """Decode one ``type`` value of Spark's schema JSON.
+
+    >>> parse_type("decimal(12,2)")
+    DecimalType(precision=12, scale=2)
+    >>> parse_type({"type": "array", "elementType": "date", "containsNull": False})
+    ArrayType(element_type=PrimitiveType(name='date'), contains_null=False)
+    """
+    if isinstance(value, str):
+        if value in PRIMITIVE_NAMES or _COLLATED.fullmatch(value):
+            return PrimitiveType(value)
+        if value == "decimal":
+            return DecimalType()
+        m = _DECIMAL.fullmatch(value)
+        if m:
+            return DecimalType(int(m.group(1)), int(m.group(2)))
+        if value.startswith("interval "):  # ANSI intervals: "interval day to second"
+            return PrimitiveType(value)
+        raise SchemaError(f"unknown data type {value!r} in the table schema")
+    if not isinstance(value, dict):
+        raise SchemaError(f"invalid data type {value!r} in the table schema")
+    try:
+        kind = value["type"]
+        if kind == "struct":
+            return StructType(tuple(_parse_field(f) for f in value["fields"]))
+        if kind == "array":
+            return ArrayType(parse_type(value["elementType"]), bool(value["containsNull"]))
+        if kind == "map":
+            return MapType(
+                parse_type(value["keyType"]),
+                parse_type(value["valueType"]),
+                bool(value["valueContainsNull"]),
+            )
+        if kind == "udt" and "sqlType" in value:  # user-defined types are stored as sqlType
+            return parse_type(value["sqlType"])
+    except (KeyError, TypeError) as exc:
+        raise SchemaError(f"malformed data type {value!r:.200}: missing {exc}") from exc
+    raise SchemaError(f"unknown data type {kind!r} in the table schema")
+
+
+def _parse_field(obj: dict[str, Any]) -> StructField:
+    return StructField(
+        obj["name"],
+        parse_type(obj["type"]),
+        bool(obj.get("nullable", True)),
+        dict(obj.get("metadata") or {}),
+    )
+
+
+def parse_schema(schema_string: str) -> StructType:
+    """Parse ``metaData.schemaString``.
+
+    Raises:
+        SchemaError: invalid JSON, not a struct, or an unknown type name.
+
+    >>> parse_schema('{"type":"struct","fields":[]}')
+    StructType(fields=())
+    """
+    try:
+        obj = json.loads(schema_string)
+    except ValueError as exc:
+        raise SchemaError(f"the table schema is not valid JSON: {exc}") from exc
+    result = parse_type(obj)
+    if not isinstance(result, StructType):
+        raise SchemaError(f"the table schema must be a struct, got {schema_string[:80]!r}")
+    return result
+
+
+# --- model -> JSON -----------------------------------------------------------------------
+
+
+def type_to_json_value(t: DataType) -> Any:
+    """The JSON value Spark writes for ``t`` (a string for atomic types, else an object)."""
+    if isinstance(t, PrimitiveType):
+        return t.name
+    if isinstance(t, DecimalType):
+        return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, ArrayType):
+        return {
+            "type": "array",
+            "elementType": type_to_json_value(t.element_type),
+            "containsNull": t.contains_null,
+        }
+    if isinstance(t, MapType):
+        return {
+            "type": "map",
+            "keyType": type_to_json_value(t.key_type),
+            "valueType": type_to_json_value(t.value_type),
+            "valueContainsNull": t.value_contains_null,
+        }
+    return {
+        "type": "struct",
+        "fields": [
+            {
+                "name": f.name,
+                "type": type_to_json_value(f.type),
+                "nullable": f.nullable,
+                "metadata": f.metadata,
+            }
+            for f in t.fields
+        ],
+    }
+
+
+def schema_to_json(s: StructType) -> str:
+    """Serialise like Spark's ``StructType.json()`` (compact, Spark's key order).
+
+    >>> text = '{"type":"struct","fields":[{"name":"m","type":{"type":"map","keyType":"string",'
+    >>> text += '"valueType":"decimal(5,1)","valueContainsNull":true},"nullable":false,"metadata":{}}]}'
+    >>> schema_to_json(parse_schema(text)) == text
+    True
+    """  # noqa: E501
+    return json.dumps(type_to_json_value(s), separators=(",", ":"), ensure_ascii=False)
+
+
+def physical_name(field: StructField, mode: str) -> str:
+    """The column's name in data files and partition values under column-mapping ``mode``.
+
+    Columns created before column mapping was enabled may lack a physical name; Spark then
+    uses the logical name, and so do we.
+
+    >>> f = StructField("v", PrimitiveType("long"), True, {"delta.columnMapping.physicalName": "col-1"})
+    >>> physical_name(f, "name"), physical_name(f, "none")
+    ('col-1', 'v')
+    """  # noqa: E501
+    if mode.lower() in ("name", "id"):
+        physical = field.metadata.get("delta.columnMapping.physicalName")
+        if isinstance(physical, str) and physical:
+            return physical
+    return field.name
+
+
+# --- partition values (protocol §2.10) ---------------------------------------------------
+
+_INTEGRAL = frozenset(("long", "integer", "short", "byte"))
+_TIMESTAMP = re.compile(
+    r"(\d{4,})-(\d{1,2})-(\d{1,2})[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?"
+    r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
+def _parse_timestamp(text: str, ntz: bool) -> dt.datetime:
+    m = _TIMESTAMP.fullmatch(text.strip())
+    if m is None:
+        raise SchemaError(f"invalid timestamp partition value {text!r}")
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    micros = int((frac or "0")[:6].ljust(6, "0"))
+    value = dt.datetime(
+        int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros
+    )
+    if ntz:
+        return value
+    offset = dt.timedelta(0)
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        offset = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+        offset = -offset if zone[0] == "-" else offset
+    # Spark writes the session-local time without a zone; txsql sessions run in UTC.
+    return value.replace(tzinfo=dt.timezone(offset)).astimezone(dt.timezone.utc)
+
+
+def parse_partition_value(text: str | None, type: DataType) -> object:
+    """Turn a ``partitionValues`` string into a Python value of the column's type.
+
+    An empty string or ``None`` is SQL NULL. Timestamps come back as UTC datetimes
+    (``timestamp_ntz`` as naive ones), decimals as :class:`decimal.Decimal`.
+
+    >>> parse_partition_value("2021-01-01 10:00:00.5", PrimitiveType("timestamp"))
+    datetime.datetime(2021, 1, 1, 10, 0, 0, 500000, tzinfo=datetime.timezone.utc)
+    >>> parse_partition_value("", PrimitiveType("integer")) is None
+    True
+    """
+    if text is None or text == "":
+        return None
+    try:
+        if isinstance(type, DecimalType):
+            return Decimal(text)
+        if not isinstance(type, PrimitiveType):
+            raise SchemaError(f"a {type_to_json_value(type)} column cannot be a partition column")
+        name = type.name
+        if name in _INTEGRAL:
+            return int(text)
+        if name in ("float", "double"):
+            return float(text)
+        if name == "boolean":
+            lowered = text.strip().lower()
+            if lowered not in ("true", "false"):
+                raise ValueError(text)
+            return lowered == "true"
+        if name == "date":
+            return dt.date.fromisoformat(text.strip()[:10])
+        if name in ("timestamp", "timestamp_ntz"):
+            return _parse_timestamp(text, name == "timestamp_ntz")
+        if name == "binary":
+            return text.encode("utf-8")
+        if name == "string" or name.startswith("string collate"):
+            return text
+    except (ValueError, InvalidOperation) as exc:
+        raise SchemaError(
+            f"partition value {text!r} is not a valid {type_to_json_value(type)}"
+        ) from exc
+    raise SchemaError(f"unsupported partition column type {type_to_json_value(type)!r}")
+
+
+def serialize_partition_value(value: object, type: DataType) -> str | None:
+    """Format a Python value for ``partitionValues`` (``None`` stays NULL).
+
+    >>> serialize_partition_value(Decimal("1.5"), DecimalType(5, 2))
+    '1.50'
+    >>> serialize_partition_value(dt.datetime(2021, 1, 1, 10, 0), PrimitiveType("timestamp"))
+    '2021-01-01 10:00:00.000000'
+    """
+    if value is None:
+        return None
+    if isinstance(type, DecimalType):
+        dec = value if isinstance(value, Decimal) else Decimal(str(value))
+        return format(dec.quantize(Decimal(1).scaleb(-type.scale)), "f")
+    if not isinstance(type, PrimitiveType):
+        raise SchemaError(f"a {type_to_json_value(type)} column cannot be a partition column")
+    name = type.name
+    if name == "boolean":
+        return "true" if value else "false"
+    if name in ("float", "double"):
+        number = float(value)  # type: ignore[arg-type]
+        if number != number:
+            return "NaN"
+        if number in (float("inf"), float("-inf")):
+            return "Infinity" if number > 0 else "-Infinity"
+        return repr(number)
+    if name in ("timestamp", "timestamp_ntz") and isinstance(value, dt.datetime):
+        if name == "timestamp" and value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if name == "date" and isinstance(value, dt.date):
+        return value.isoformat()
+    if name == "binary" and isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if name in _INTEGRAL and isinstance(value, bool):
+        raise SchemaError(f"boolean {value!r} is not a valid {name} partition value")
+    if name in _INTEGRAL:
+        return str(int(value))  # type: ignore[call-overload]
+    if name == "string" or name.startswith("string collate"):
+        # Delta cannot tell an empty string from NULL in partitionValues; Spark stores NULL.
+        return str(value) or None
+    raise SchemaError(f"cannot store {value!r} as a {name} partition value")

@@ -1,0 +1,225 @@
+"""Choosing which log files make up a version: a checkpoint plus the commits after it.
+
+This follows Delta's ``getLogSegmentForVersion``: ``_last_checkpoint`` is only a hint (it may
+be missing, stale or corrupt), so the directory listing is the truth. The newest *complete*
+checkpoint at or below the target wins (all parts of a multi-part set; for V2 checkpoints
+every referenced sidecar), and the commits after it must be contiguous up to the target.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from txsql.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from txsql.storage.filesystem import FileStatus
+from txsql.storage.logstore import LogStore
+from txsql.storage.paths import LAST_CHECKPOINT, classify_log_file
+
+SIDECAR_DIR = "_sidecars"
+
+# Spark's CheckpointInstance.Format ordinals: for one version, V2 > multi-part > single.
+_KIND_RANK = {"v2": 3, "multipart": 2, "checkpoint": 1}
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """One usable checkpoint: its version, kind and ``_delta_log`` file names.
+
+    ``sidecars`` lists sidecar file names (under ``_delta_log/_sidecars``) when they are
+    already known from ``_last_checkpoint``; ``None`` means "read them from the file".
+    """
+
+    version: int
+    kind: str  # "checkpoint" | "multipart" | "v2"
+    files: tuple[str, ...]
+    sidecars: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class LogListing:
+    """What one listing of ``_delta_log`` holds, classified."""
+
+    commits: dict[int, FileStatus]
+    checkpoints: dict[int, list[tuple[str, FileStatus]]]  # version -> (kind, file)
+    hint: dict[str, Any] | None = None
+    sidecars: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def latest_commit(self) -> int | None:
+        return max(self.commits) if self.commits else None
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    """The files needed to rebuild ``version``: a checkpoint (or none) and later commits.
+
+    ``commits`` holds the statuses of commits ``checkpoint.version + 1 .. version`` in order;
+    ``last_commit`` is the status of commit ``version`` itself when its file exists (its
+    commitInfo and modification time give the snapshot's timestamp).
+    """
+
+    version: int
+    checkpoint: CheckpointRef | None
+    commits: tuple[FileStatus, ...]
+    last_commit: FileStatus | None
+
+    @property
+    def commit_versions(self) -> tuple[int, ...]:
+        start = self.checkpoint.version + 1 if self.checkpoint else 0
+        return tuple(range(start, start + len(self.commits)))
+
+
+def read_last_checkpoint(store: LogStore) -> dict[str, Any] | None:
+    """Parse ``_last_checkpoint``; ``None`` when missing or unreadable (it is only a hint)."""
+    try:
+        data = store.read_log_file(LAST_CHECKPOINT)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    try:
+        hint = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(hint, dict) or not isinstance(hint.get("version"), int):
+        return None
+    return hint
+
+
+def list_log(store: LogStore) -> LogListing:
+    """List and classify ``_delta_log`` (commits, checkpoints, sidecars, the hint)."""
+    commits: dict[int, FileStatus] = {}
+    checkpoints: dict[int, list[tuple[str, FileStatus]]] = {}
+    has_v2 = False
+    for status in store.fs.list_dir(store.log_dir):
+        parsed = classify_log_file(status.name)
+        if parsed is None:
+            continue
+        if parsed.kind == "commit":
+            commits[parsed.version] = status
+        else:
+            has_v2 = has_v2 or parsed.kind == "v2"
+            checkpoints.setdefault(parsed.version, []).append((parsed.kind, status))
+    sidecars: frozenset[str] = frozenset()
+    if has_v2:
+        # Only V2 checkpoints reference sidecars; skip the extra listing otherwise.
+        listed = store.fs.list_dir(store.log_path(SIDECAR_DIR))
+        sidecars = frozenset(s.name for s in listed)
+    hint = read_last_checkpoint(store) if checkpoints else None
+    return LogListing(commits, checkpoints, hint, sidecars)
+
+
+def _complete_checkpoint(
+    store: LogStore, listing: LogListing, version: int
+) -> CheckpointRef | None:
+    """The best complete checkpoint at ``version``, or None if every candidate is broken."""
+    candidates = sorted(
+        listing.checkpoints.get(version, []), key=lambda c: _KIND_RANK[c[0]], reverse=True
+    )
+    for kind, status in candidates:
+        if kind == "checkpoint":
+            return CheckpointRef(version, kind, (status.name,))
+        if kind == "multipart":
+            parts = _multipart_set(listing, version, status.name)
+            if parts is not None:
+                return CheckpointRef(version, kind, parts)
+        elif kind == "v2":
+            sidecars = _v2_sidecars(store, listing, status.name)
+            if sidecars is not None and all(s in listing.sidecars for s in sidecars):
+                return CheckpointRef(version, kind, (status.name,), sidecars)
+    return None
+
+
+def _multipart_set(listing: LogListing, version: int, name: str) -> tuple[str, ...] | None:
+    """All part names of the set ``name`` belongs to, or None when a part is missing."""
+    parsed = classify_log_file(name)
+    assert parsed is not None
+    names = {
+        s.name
+        for kind, s in listing.checkpoints.get(version, [])
+        if kind == "multipart" and (p := classify_log_file(s.name)) and p.parts == parsed.parts
+    }
+    expected = tuple(
+        f"{version:020d}.checkpoint.{i:010d}.{parsed.parts:010d}.parquet"
+        for i in range(1, parsed.parts + 1)
+    )
+    return expected if all(n in names for n in expected) else None
+
+
+def _v2_sidecars(store: LogStore, listing: LogListing, name: str) -> tuple[str, ...] | None:
+    """Sidecar names a V2 checkpoint references (from the hint when it describes this file)."""
+    hint = listing.hint
+    v2 = hint.get("v2Checkpoint") if hint else None
+    if isinstance(v2, dict) and v2.get("path") == name:
+        files = v2.get("sidecarFiles") or []
+        return tuple(str(f["path"]).rsplit("/", 1)[-1] for f in files if isinstance(f, dict))
+    from txsql.log.checkpoint import read_sidecar_names  # local: checkpoint imports segment
+
+    try:
+        return read_sidecar_names(store, name)
+    except (CorruptLogError, FileNotFoundError):
+        return None
+
+
+def find_segment(
+    store: LogStore, version: int | None = None, *, listing: LogListing | None = None
+) -> LogSegment:
+    """Choose the checkpoint and commits that rebuild ``version`` (latest when None).
+
+    Raises:
+        TableNotFoundError: ``_delta_log`` holds no commits or checkpoints.
+        VersionNotFoundError: ``version`` is newer than the latest, or older than the
+            earliest version the remaining files can rebuild.
+        CorruptLogError: a commit between the checkpoint and ``version`` is missing.
+    """
+    listing = listing if listing is not None else list_log(store)
+    if not listing.commits and not listing.checkpoints:
+        raise TableNotFoundError(f"no Delta table at {store.root} (no commits in _delta_log)")
+    latest = max([*listing.commits, *listing.checkpoints])
+    target = latest if version is None else version
+    if target > latest or target < 0:
+        raise VersionNotFoundError(
+            f"version {target} does not exist; {_available(store, listing, latest)}"
+        )
+    checkpoint = None
+    # Newest first; the hint only matters through the listing (a stale hint is harmless).
+    for cp_version in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
+        checkpoint = _complete_checkpoint(store, listing, cp_version)
+        if checkpoint is not None:
+            break
+    start = checkpoint.version + 1 if checkpoint else 0
+    if checkpoint is None and 0 not in listing.commits:
+        earliest = earliest_recreatable(store, listing)
+        if earliest is None:
+            raise CorruptLogError(
+                f"missing commit 0 of {store.root} and no complete checkpoint to start from"
+            )
+        raise VersionNotFoundError(
+            f"version {target} cannot be rebuilt: its commits were cleaned up; "
+            f"{_available(store, listing, latest)}"
+        )
+    commits = []
+    for v in range(start, target + 1):
+        status = listing.commits.get(v)
+        if status is None:
+            raise CorruptLogError(
+                f"missing commit {v} in {store.log_dir} (needed to rebuild version {target})"
+            )
+        commits.append(status)
+    return LogSegment(target, checkpoint, tuple(commits), listing.commits.get(target))
+
+
+def earliest_recreatable(store: LogStore, listing: LogListing) -> int | None:
+    if 0 in listing.commits:
+        return 0
+    for v in sorted(listing.checkpoints):
+        if _complete_checkpoint(store, listing, v) is not None:
+            return v
+    return None
+
+
+def _available(store: LogStore, listing: LogListing, latest: int) -> str:
+    earliest = earliest_recreatable(store, listing)
+    if earliest is None:
+        return "no version of this table can be rebuilt"
+    return f"available versions are {earliest}..{latest}"

@@ -1,0 +1,169 @@
+"""Turn sqlglot expressions into the typed statements of :mod:`txsql.planner.statements`."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from txsql.errors import SqlError, UnsupportedStatementError
+from txsql.planner.dialect import SPARK
+from txsql.planner.statements import (
+    ColumnSpec,
+    CreateTable,
+    DescribeHistory,
+    InsertInto,
+    Query,
+    Statement,
+    TableRef,
+)
+
+SUPPORTED = "CREATE TABLE, INSERT INTO, SELECT, DESCRIBE HISTORY"
+
+
+def build_statement(expression: exp.Expr) -> Statement:
+    """Build the typed statement for one parsed expression."""
+    if isinstance(expression, exp.Create) and expression.kind == "TABLE":
+        return _create_table(expression)
+    if isinstance(expression, exp.Insert):
+        return _insert(expression)
+    if isinstance(expression, exp.Query):
+        return Query(expression)
+    if isinstance(expression, exp.Describe) and expression.args.get("style") == "HISTORY":
+        return DescribeHistory(table_ref(_table(expression.this)))
+    raise UnsupportedStatementError(
+        f"{_kind(expression)} statements are not supported yet",
+        hint=f"txsql runs {SUPPORTED}.",
+    )
+
+
+def table_ref(table: exp.Table) -> TableRef:
+    """The :class:`TableRef` of a table node (``delta.`/p``` is a path)."""
+    version = table.args.get("version")
+    as_of_version: int | None = None
+    as_of_timestamp: str | None = None
+    if isinstance(version, exp.Version):
+        value = version.expression
+        if str(version.this).upper() == "VERSION":
+            if not (isinstance(value, exp.Literal) and not value.is_string):
+                raise SqlError("VERSION AS OF needs an integer literal", hint="e.g. VERSION AS OF 3")
+            as_of_version = int(value.this)
+        else:
+            as_of_timestamp = value.sql(SPARK)  # a Spark SQL expression, evaluated later
+    db = table.args.get("db")
+    if db is not None and db.name.lower() == "delta" and table.this.args.get("quoted"):
+        return TableRef(path=table.name, version=as_of_version, timestamp=as_of_timestamp)
+    name = ".".join(part.name for part in table.parts)
+    return TableRef(name=name, version=as_of_version, timestamp=as_of_timestamp)
+
+
+def _create_table(create: exp.Create) -> CreateTable:
+    target = create.this
+    columns: tuple[ColumnSpec, ...] = ()
+    if isinstance(target, exp.Schema):
+        columns = tuple(_column(c) for c in target.expressions if isinstance(c, exp.ColumnDef))
+        target = target.this
+    properties = create.args.get("properties")
+    partition_columns: tuple[str, ...] = ()
+    table_properties: list[tuple[str, str]] = []
+    location: str | None = None
+    comment: str | None = None
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.PartitionedByProperty):
+            partition_columns = tuple(_partition_names(prop.this))
+        elif isinstance(prop, exp.LocationProperty):
+            location = prop.this.name
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            comment = prop.this.name
+        elif isinstance(prop, exp.FileFormatProperty):
+            fmt = prop.this.name.lower()
+            if fmt != "delta":
+                raise UnsupportedStatementError(
+                    f"USING {fmt} is not supported", hint="txsql tables are Delta tables."
+                )
+        elif isinstance(prop, exp.Property) and "value" in prop.args:
+            table_properties.append((_property_key(prop.this), _property_value(prop.args["value"])))
+        else:
+            raise UnsupportedStatementError(
+                f"CREATE TABLE option `{prop.sql(SPARK)}` is not supported",
+                hint="Supported: PARTITIONED BY, TBLPROPERTIES, LOCATION, COMMENT.",
+            )
+    query = create.expression if isinstance(create.expression, exp.Query) else None
+    return CreateTable(
+        target=table_ref(_table(target)),
+        columns=columns,
+        partition_columns=partition_columns,
+        properties=tuple(table_properties),
+        location=location,
+        if_not_exists=bool(create.args.get("exists")),
+        query=query,
+        comment=comment,
+    )
+
+
+def _column(column: exp.ColumnDef) -> ColumnSpec:
+    nullable = True
+    comment = None
+    for constraint in column.constraints:
+        if isinstance(constraint.kind, exp.NotNullColumnConstraint):
+            nullable = bool(constraint.kind.args.get("allow_null"))
+        elif isinstance(constraint.kind, exp.CommentColumnConstraint):
+            comment = constraint.kind.name
+    kind = column.args.get("kind")
+    if kind is None:
+        raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
+    return ColumnSpec(column.name, kind.sql(SPARK), nullable, comment)
+
+
+def _partition_names(node: exp.Expr) -> list[str]:
+    items = node.expressions if isinstance(node, (exp.Schema, exp.Tuple)) else [node]
+    names = []
+    for item in items:
+        if isinstance(item, (exp.Column, exp.Identifier)):
+            names.append(item.name)
+        elif isinstance(item, exp.ColumnDef):
+            names.append(item.name)
+        else:
+            raise SqlError(
+                f"PARTITIONED BY takes column names, not {item.sql(SPARK)}",
+                hint="List existing columns: PARTITIONED BY (col1, col2).",
+            )
+    return names
+
+
+def _property_key(node: exp.Expr) -> str:
+    return node.name if isinstance(node, (exp.Literal, exp.Identifier)) else node.sql(SPARK)
+
+
+def _property_value(node: exp.Expr) -> str:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    return node.name or node.sql(SPARK)
+
+
+def _insert(insert: exp.Insert) -> InsertInto:
+    if insert.args.get("overwrite"):
+        raise UnsupportedStatementError(
+            "INSERT OVERWRITE is not supported yet", hint="Use INSERT INTO to append rows."
+        )
+    target = insert.this
+    columns: tuple[str, ...] | None = None
+    if isinstance(target, exp.Schema):
+        columns = tuple(c.name for c in target.expressions)
+        target = target.this
+    query = insert.expression
+    if query is None:
+        raise SqlError("INSERT needs VALUES or a query", hint="INSERT INTO t VALUES (1, 'a')")
+    return InsertInto(table_ref(_table(target)), columns, query)
+
+
+def _table(node: exp.Expr | None) -> exp.Table:
+    if not isinstance(node, exp.Table):
+        raise SqlError("expected a table name", hint="Name a table or use delta.`/path`.")
+    return node
+
+
+def _kind(expression: exp.Expr) -> str:
+    if isinstance(expression, exp.Command):
+        return str(expression.this).upper()
+    return expression.key.upper()

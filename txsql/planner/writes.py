@@ -1,0 +1,167 @@
+"""CREATE TABLE [AS SELECT] and INSERT INTO: blind appends committed like Delta Spark."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from txsql.engine.write import write_data_files
+from txsql.errors import SchemaError, TableExistsError
+from txsql.log import features, properties
+from txsql.log.actions import Action, AddFile, Metadata
+from txsql.log.deltalog import DeltaLog
+from txsql.planner.conform import conform_to_schema
+from txsql.planner.context import RunContext
+from txsql.planner.query import query_dataframe
+from txsql.planner.statements import CreateTable, InsertInto
+from txsql.result import Result
+from txsql.storage.paths import parse_location
+from txsql.txn.transaction import CommitResult, Transaction
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Result:
+    ref = statement.target
+    if statement.location is not None:
+        location = parse_location(statement.location).path
+    else:
+        location = ctx.catalog.location(ref)
+    log = DeltaLog.for_path(location)
+    if log.exists():
+        if statement.if_not_exists:
+            return Result(text, "CREATE TABLE", version=log.latest_version(), table=ref.display,
+                          message=f"{ref.display} already exists; nothing done")
+        raise TableExistsError(f"table {ref.display} already exists at {log.table_root}")
+    df: DataFrame | None = None
+    if statement.query is not None:
+        df, _ = query_dataframe(ctx, statement.query)
+        schema_json = df.schema.jsonValue()
+    else:
+        schema_json = _schema_from_columns(ctx, statement)
+    _check_partition_columns(statement, schema_json)
+    configuration = {"delta.enableDeletionVectors": "true"}
+    for key, value in statement.properties:
+        configuration[key] = properties.validate_property(key, value)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=json.dumps(schema_json, separators=(",", ":")),
+        partition_columns=statement.partition_columns,
+        configuration=configuration,
+        description=statement.comment,
+        created_time=int(time.time() * 1000),
+    )
+    actions: list[Action] = [features.protocol_for_new_table(configuration), metadata]
+    adds: list[AddFile] = []
+    if df is not None:
+        adds = write_data_files(ctx.spark, df, log.table_root, metadata)
+        actions.extend(adds)
+    operation = "CREATE TABLE AS SELECT" if df is not None else "CREATE TABLE"
+    parameters = {
+        "isManaged": json.dumps(statement.location is None),
+        "description": statement.comment,
+        "partitionBy": json.dumps(list(statement.partition_columns)),
+        "properties": json.dumps(dict(statement.properties)),
+    }
+    with Transaction(log, max_attempts=ctx.max_commit_attempts) as txn:
+        txn.stage(actions)
+        committed = txn.commit(operation, parameters, _write_metrics(adds) if df is not None else {})
+    if statement.location is not None and ref.name is not None:
+        ctx.catalog.register(ref, location)
+    return _commit_result(text, ref.display, committed, adds if df is not None else None)
+
+
+def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
+    log = ctx.catalog.existing_log(statement.target)
+    if statement.target.version is not None or statement.target.timestamp is not None:
+        raise SchemaError(
+            "cannot INSERT INTO a time-travel reference",
+            hint="Write to the table itself (no VERSION/TIMESTAMP AS OF).",
+        )
+    with Transaction(log, max_attempts=ctx.max_commit_attempts) as txn:
+        snapshot = txn.snapshot()
+        assert snapshot is not None
+        source, _ = query_dataframe(ctx, _as_query(statement))
+        df = conform_to_schema(
+            source, snapshot.schema_json, statement.columns, statement.target.display
+        )
+        adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
+        txn.stage(adds)
+        parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
+        committed = txn.commit("WRITE", parameters, _write_metrics(adds))
+    return _commit_result(text, statement.target.display, committed, adds)
+
+
+def _as_query(statement: InsertInto) -> Any:
+    from sqlglot import exp
+
+    query = statement.query
+    if isinstance(query, exp.Values):
+        return exp.select("*").from_(query.copy())
+    return query
+
+
+def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, Any]:
+    if not statement.columns:
+        raise SchemaError(
+            f"CREATE TABLE {statement.target.display} needs columns or AS SELECT",
+            hint="e.g. CREATE TABLE t (id BIGINT, name STRING)",
+        )
+    # Spark parses the types, so every Spark type spelling is accepted exactly as Spark does.
+    select = ", ".join(
+        f"CAST(NULL AS {c.type_sql}) AS `{c.name}`" for c in statement.columns
+    )
+    fields = ctx.spark.sql(f"SELECT {select}").schema.jsonValue()["fields"]
+    for field, column in zip(fields, statement.columns):
+        field["nullable"] = column.nullable
+        if column.comment is not None:
+            field["metadata"] = {**field.get("metadata", {}), "comment": column.comment}
+    return {"type": "struct", "fields": fields}
+
+
+def _check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]) -> None:
+    names = [f["name"] for f in schema_json["fields"]]
+    missing = [p for p in statement.partition_columns if p not in names]
+    if missing:
+        raise SchemaError(
+            f"partition column(s) {', '.join(missing)} are not columns of the table",
+            hint=f"Partition by some of: {', '.join(names)}.",
+        )
+    if len(statement.partition_columns) >= len(names) and names:
+        raise SchemaError(
+            "cannot partition by every column", hint="Leave at least one data column."
+        )
+
+
+def _write_metrics(adds: list[AddFile]) -> dict[str, int]:
+    return {
+        "numFiles": len(adds),
+        "numOutputBytes": sum(a.size for a in adds),
+        "numOutputRows": sum(_num_records(a) for a in adds),
+    }
+
+
+def _num_records(add: AddFile) -> int:
+    return int(json.loads(add.stats).get("numRecords", 0)) if add.stats else 0
+
+
+def _commit_result(
+    text: str, table: str, committed: CommitResult, adds: list[AddFile] | None
+) -> Result:
+    info = committed.commit_info
+    metrics = {}
+    if adds is not None:
+        inserted = sum(_num_records(a) for a in adds)
+        metrics = {"num_affected_rows": inserted, "num_inserted_rows": inserted}
+    return Result(
+        text,
+        info.operation or "",
+        version=committed.version,
+        read_version=committed.read_version,
+        table=table,
+        metrics=metrics,
+        operation_metrics=dict(info.operation_metrics or {}),
+    )

@@ -1,0 +1,164 @@
+"""File I/O behind a small protocol: the local POSIX file system and an in-memory one.
+
+Paths are absolute strings. ``write_if_absent`` is the primitive the whole commit protocol
+rests on: it must never overwrite and never let a reader observe a partial file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """A file's name (relative to the listed directory), size and mtime in ms."""
+
+    name: str
+    size: int
+    modification_time: int
+
+
+class FileIO(Protocol):
+    """What txsql needs from a file system."""
+
+    def read(self, path: str) -> bytes: ...
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes: ...
+
+    def write(self, path: str, data: bytes) -> None:
+        """Write (or replace) a whole file atomically."""
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data``; raise ``FileExistsError`` if it exists."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def stat(self, path: str) -> FileStatus: ...
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """Regular files directly in ``path`` (empty if it does not exist)."""
+
+    def delete(self, path: str) -> None: ...
+
+
+class LocalFileIO:
+    """POSIX file system. Put-if-absent is temp file + fsync + ``os.link``."""
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
+    def write(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data)
+        os.replace(tmp, path)  # atomic: readers see the old or the new file, never half
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        tmp = self._write_temp(path, data)
+        try:
+            # link() fails with EEXIST atomically, even across processes; rename would
+            # silently overwrite the winner's commit.
+            os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def stat(self, path: str) -> FileStatus:
+        st = os.stat(path)
+        return FileStatus(os.path.basename(path), st.st_size, int(st.st_mtime * 1000))
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        try:
+            entries = list(os.scandir(path))
+        except FileNotFoundError:
+            return []
+        out = []
+        for e in entries:
+            if e.is_file():
+                st = e.stat()
+                out.append(FileStatus(e.name, st.st_size, int(st.st_mtime * 1000)))
+        return out
+
+    def delete(self, path: str) -> None:
+        os.unlink(path)
+
+    @staticmethod
+    def _write_temp(path: str, data: bytes) -> str:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
+
+class MemoryFileIO:
+    """A thread-safe in-memory file system for tests and demos."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[bytes, int]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, path: str) -> bytes:
+        with self._lock:
+            if path not in self._files:
+                raise FileNotFoundError(path)
+            return self._files[path][0]
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        return self.read(path)[offset : offset + length]
+
+    def write(self, path: str, data: bytes) -> None:
+        with self._lock:
+            self._files[path] = (bytes(data), int(time.time() * 1000))
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        with self._lock:
+            if path in self._files:
+                raise FileExistsError(path)
+            self._files[path] = (bytes(data), int(time.time() * 1000))
+
+    def exists(self, path: str) -> bool:
+        with self._lock:
+            return path in self._files
+
+    def stat(self, path: str) -> FileStatus:
+        with self._lock:
+            if path not in self._files:
+                raise FileNotFoundError(path)
+            data, mtime = self._files[path]
+            return FileStatus(os.path.basename(path), len(data), mtime)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        prefix = path.rstrip("/") + "/"
+        with self._lock:
+            return [
+                FileStatus(p[len(prefix) :], len(d), m)
+                for p, (d, m) in self._files.items()
+                if p.startswith(prefix) and "/" not in p[len(prefix) :]
+            ]
+
+    def delete(self, path: str) -> None:
+        with self._lock:
+            if self._files.pop(path, None) is None:
+                raise FileNotFoundError(path)
+
+    def set_modification_time(self, path: str, mtime_ms: int) -> None:
+        """Test helper: pretend a file was written at ``mtime_ms``."""
+        with self._lock:
+            self._files[path] = (self._files[path][0], mtime_ms)

@@ -1,0 +1,68 @@
+"""The ``_delta_log`` directory of one table, with put-if-absent commits."""
+
+from __future__ import annotations
+
+from txsql.errors import VersionExistsError
+from txsql.storage.filesystem import FileIO, FileStatus, LocalFileIO
+from txsql.storage.paths import LOG_DIR, classify_log_file, commit_name, parse_location
+
+
+class LogStore:
+    """Reads and writes the log of the table rooted at ``root`` through ``fs``."""
+
+    def __init__(self, root: str, fs: FileIO) -> None:
+        self.root = root.rstrip("/") or "/"
+        self.fs = fs
+        self.log_dir = f"{self.root}/{LOG_DIR}"
+
+    def log_path(self, name: str) -> str:
+        return f"{self.log_dir}/{name}"
+
+    def write_if_absent(self, version: int, data: bytes) -> None:
+        """Create commit ``version``; raise :class:`VersionExistsError` if it exists."""
+        try:
+            self.fs.write_if_absent(self.log_path(commit_name(version)), data)
+        except FileExistsError:
+            raise VersionExistsError(version) from None
+
+    def read_commit(self, version: int) -> bytes:
+        return self.fs.read(self.log_path(commit_name(version)))
+
+    def read_log_file(self, name: str) -> bytes:
+        return self.fs.read(self.log_path(name))
+
+    def write_log_file(self, name: str, data: bytes) -> None:
+        """Write a non-commit log file (checkpoint, ``_last_checkpoint``), replacing it."""
+        self.fs.write(self.log_path(name), data)
+
+    def delete_log_file(self, name: str) -> None:
+        self.fs.delete(self.log_path(name))
+
+    def list_log(self) -> list[FileStatus]:
+        """All files in ``_delta_log``, sorted by name (so by version)."""
+        return sorted(self.fs.list_dir(self.log_dir), key=lambda f: f.name)
+
+    def commit_status(self, version: int) -> FileStatus:
+        return self.fs.stat(self.log_path(commit_name(version)))
+
+    def list_commits(self) -> list[int]:
+        versions = []
+        for f in self.list_log():
+            parsed = classify_log_file(f.name)
+            if parsed is not None and parsed.kind == "commit":
+                versions.append(parsed.version)
+        return versions
+
+    def latest_version(self) -> int | None:
+        commits = self.list_commits()
+        return commits[-1] if commits else None
+
+    def exists(self) -> bool:
+        return bool(self.list_commits())
+
+
+def log_store_for(location: str, fs: FileIO | None = None) -> LogStore:
+    """A :class:`LogStore` for a path or ``file:`` URI (local file system by default)."""
+    if fs is None:
+        return LogStore(parse_location(location).path, LocalFileIO())
+    return LogStore(location, fs)

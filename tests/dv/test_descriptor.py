@@ -10,7 +10,9 @@ from pyroaring import BitMap64
 from txsql.dv import z85
 from txsql.dv.bitmap import deserialize_bitmap
 from txsql.dv.descriptor import DeletionVectorDescriptor, dv_file_name
+from txsql.dv.store import read_deletion_vector
 from txsql.errors import CorruptDeletionVectorError, UnsupportedFeatureError
+from txsql.storage.filesystem import MemoryFileIO
 
 SMALL_UUID = uuid.UUID("b6a98cdd-7843-470d-8897-708cdffa38c5")
 PREFIXED_UUID = uuid.UUID("d2c639aa-8816-431a-aaf6-d3fe2512ff61")
@@ -111,3 +113,18 @@ def test_json_round_trip() -> None:
     inline = DeletionVectorDescriptor.inline(BitMap64([1]))
     assert "offset" not in inline.to_json()
     assert DeletionVectorDescriptor.from_json(inline.to_json()) == inline
+
+
+def test_inline_round_trip() -> None:
+    bitmap = BitMap64([0, 5, 2**32 + 1, 2**40])
+    d = DeletionVectorDescriptor.inline(bitmap)
+    assert read_deletion_vector(d, "/nowhere", MemoryFileIO()) == bitmap
+    empty = DeletionVectorDescriptor.inline(BitMap64())
+    assert read_deletion_vector(empty, "/nowhere", MemoryFileIO()) == BitMap64()
+
+
+def test_inline_wrong_cardinality() -> None:
+    good = DeletionVectorDescriptor.inline(BitMap64([1, 2]))
+    bad = DeletionVectorDescriptor("i", good.path_or_inline_dv, good.size_in_bytes, 5)
+    with pytest.raises(CorruptDeletionVectorError, match="cardinality mismatch"):
+        read_deletion_vector(bad, "/t", MemoryFileIO())

@@ -57,7 +57,7 @@ def _parquet_actions(data: bytes, source: str, columns: Iterable[str]) -> list[A
         pf = pq.ParquetFile(pa.BufferReader(data))
         present = set(pf.schema_arrow.names)
         wanted = [c for c in columns if c in present]
-        table = pf.read(columns=wanted)
+        table = pf.read(columns=wanted, use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise CorruptLogError(f"checkpoint {source} is not readable Parquet: {exc}") from exc
     out: list[Action] = []

@@ -85,9 +85,15 @@ class LocalFileIO:
             return []
         out = []
         for e in entries:
-            if e.is_file():
+            if e.name.startswith("."):
+                continue  # in-flight temp files of concurrent writers (and .crc side files)
+            try:
+                if not e.is_file():
+                    continue
                 st = e.stat()
-                out.append(FileStatus(e.name, st.st_size, int(st.st_mtime * 1000)))
+            except FileNotFoundError:
+                continue  # deleted between listing and stat by another writer
+            out.append(FileStatus(e.name, st.st_size, int(st.st_mtime * 1000)))
         return out
 
     def delete(self, path: str) -> None:

@@ -30,4 +30,3 @@ def __getattr__(name: str) -> Any:
 
         return Result
     raise AttributeError(f"module 'txsql' has no attribute {name!r}")
-

@@ -22,8 +22,7 @@ def run_demo(warehouse: str | None = None) -> None:
         else:
             print(f"  ✔ {result.operation} committed version {result.version} {result.metrics}\n")
 
-    show("CREATE TABLE trips (id BIGINT NOT NULL, city STRING, km DOUBLE) "
-         "PARTITIONED BY (city)")
+    show("CREATE TABLE trips (id BIGINT NOT NULL, city STRING, km DOUBLE) PARTITIONED BY (city)")
     show("INSERT INTO trips VALUES (1, 'Oslo', 12.5), (2, 'Lima', 3.0), (3, 'Oslo', 7.25)")
     show("INSERT INTO trips SELECT id + 10, city, km * 2 FROM trips")
     show("SELECT city, count(*) AS trips, sum(km) AS km FROM trips GROUP BY city ORDER BY city")

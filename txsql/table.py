@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 from txsql.engine.scan import scan_snapshot
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
+from txsql.planner.build import table_ref
 from txsql.planner.catalog import sql_string
 from txsql.planner.history import history_dataframe
 from txsql.planner.script import parse_statement, split_statements
-from txsql.planner.build import table_ref
 from txsql.planner.statements import TableRef
 
 if TYPE_CHECKING:

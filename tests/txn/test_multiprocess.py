@@ -31,11 +31,15 @@ def _append_many(root: str, writer: int, start: multiprocessing.synchronize.Even
     for seq in range(APPENDS_PER_WRITER):
         name = f"w{writer}-{seq:04d}.parquet"
         pq.write_table(pa.table({"writer": [writer], "seq": [seq]}), os.path.join(root, name))
-        stats = {"numRecords": 1, "minValues": {"writer": writer, "seq": seq},
-                 "maxValues": {"writer": writer, "seq": seq},
-                 "nullCount": {"writer": 0, "seq": 0}}
-        add = AddFile(name, {}, os.path.getsize(os.path.join(root, name)), 0,
-                      stats=json.dumps(stats))
+        stats = {
+            "numRecords": 1,
+            "minValues": {"writer": writer, "seq": seq},
+            "maxValues": {"writer": writer, "seq": seq},
+            "nullCount": {"writer": 0, "seq": 0},
+        }
+        add = AddFile(
+            name, {}, os.path.getsize(os.path.join(root, name)), 0, stats=json.dumps(stats)
+        )
         with Transaction(log) as txn:
             txn.stage([add])
             txn.commit("WRITE", {"mode": "Append"})

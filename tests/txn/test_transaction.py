@@ -26,7 +26,9 @@ PROTOCOL = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
 
 
 def _metadata(**conf: str) -> Metadata:
-    return Metadata(id="m", schema_string=SCHEMA, configuration={"delta.enableDeletionVectors": "true", **conf})
+    return Metadata(
+        id="m", schema_string=SCHEMA, configuration={"delta.enableDeletionVectors": "true", **conf}
+    )
 
 
 def _add(name: str) -> AddFile:
@@ -173,8 +175,12 @@ def test_in_commit_timestamps_are_monotonic() -> None:
     log = DeltaLog(LogStore("/mem/ict", MemoryFileIO()))
     conf = {"delta.enableInCommitTimestamps": "true"}
     with Transaction(log) as t:
-        t.stage([Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "inCommitTimestamp")),
-                 _metadata(**conf)])
+        t.stage(
+            [
+                Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "inCommitTimestamp")),
+                _metadata(**conf),
+            ]
+        )
         t.commit("CREATE TABLE")
     stamps = []
     for i in range(3):

@@ -33,7 +33,7 @@ def local_session(master: str = "local[*]", app_name: str = "txsql") -> SparkSes
     for key, value in REQUIRED_CONF.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")  # noqa: TXSQL-local-only (not a core path)
+    spark.sparkContext.setLogLevel("ERROR")  # local sessions only; never on Spark Connect
     return spark
 
 

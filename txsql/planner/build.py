@@ -44,7 +44,9 @@ def table_ref(table: exp.Table) -> TableRef:
         value = version.expression
         if str(version.this).upper() == "VERSION":
             if not (isinstance(value, exp.Literal) and not value.is_string):
-                raise SqlError("VERSION AS OF needs an integer literal", hint="e.g. VERSION AS OF 3")
+                raise SqlError(
+                    "VERSION AS OF needs an integer literal", hint="e.g. VERSION AS OF 3"
+                )
             as_of_version = int(value.this)
         else:
             as_of_timestamp = value.sql(SPARK)  # a Spark SQL expression, evaluated later
@@ -117,9 +119,7 @@ def _partition_names(node: exp.Expr) -> list[str]:
     items = node.expressions if isinstance(node, (exp.Schema, exp.Tuple)) else [node]
     names = []
     for item in items:
-        if isinstance(item, (exp.Column, exp.Identifier)):
-            names.append(item.name)
-        elif isinstance(item, exp.ColumnDef):
+        if isinstance(item, (exp.Column, exp.Identifier)) or isinstance(item, exp.ColumnDef):
             names.append(item.name)
         else:
             raise SqlError(

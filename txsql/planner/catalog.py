@@ -52,7 +52,9 @@ class Catalog:
     def existing_log(self, ref: TableRef) -> DeltaLog:
         log = self.log(ref)
         if not log.exists():
-            raise TableNotFoundError(f"table {ref.display} does not exist (looked in {log.table_root})")
+            raise TableNotFoundError(
+                f"table {ref.display} does not exist (looked in {log.table_root})"
+            )
         return log
 
     def snapshot(self, ref: TableRef, spark: SparkSession | None = None) -> Snapshot:

@@ -24,8 +24,13 @@ HISTORY_SCHEMA = (
 def run_describe_history(ctx: RunContext, statement: DescribeHistory, text: str) -> Result:
     log = ctx.catalog.existing_log(statement.target)
     df = history_dataframe(ctx.spark, log, statement.limit)
-    return Result(text, "DESCRIBE HISTORY", version=log.latest_version(), df=df,
-                  table=statement.target.display)
+    return Result(
+        text,
+        "DESCRIBE HISTORY",
+        version=log.latest_version(),
+        df=df,
+        table=statement.target.display,
+    )
 
 
 def history_rows(log: DeltaLog, limit: int | None = None) -> list[dict[str, Any]]:

@@ -107,9 +107,7 @@ def parse_statement(source: StatementText, script: str) -> exp.Expr:
     return expressions[0]
 
 
-def _script_position(
-    source: StatementText, line: int | None, col: int | None
-) -> tuple[int, int]:
+def _script_position(source: StatementText, line: int | None, col: int | None) -> tuple[int, int]:
     if line is None or col is None:
         return source.line, source.column
     if line == 1:

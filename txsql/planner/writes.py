@@ -33,8 +33,13 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
     log = DeltaLog.for_path(location)
     if log.exists():
         if statement.if_not_exists:
-            return Result(text, "CREATE TABLE", version=log.latest_version(), table=ref.display,
-                          message=f"{ref.display} already exists; nothing done")
+            return Result(
+                text,
+                "CREATE TABLE",
+                version=log.latest_version(),
+                table=ref.display,
+                message=f"{ref.display} already exists; nothing done",
+            )
         raise TableExistsError(f"table {ref.display} already exists at {log.table_root}")
     df: DataFrame | None = None
     if statement.query is not None:
@@ -68,7 +73,9 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
     }
     with Transaction(log, max_attempts=ctx.max_commit_attempts) as txn:
         txn.stage(actions)
-        committed = txn.commit(operation, parameters, _write_metrics(adds) if df is not None else {})
+        committed = txn.commit(
+            operation, parameters, _write_metrics(adds) if df is not None else {}
+        )
     if statement.location is not None and ref.name is not None:
         ctx.catalog.register(ref, location)
     return _commit_result(text, ref.display, committed, adds if df is not None else None)
@@ -111,9 +118,7 @@ def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, A
             hint="e.g. CREATE TABLE t (id BIGINT, name STRING)",
         )
     # Spark parses the types, so every Spark type spelling is accepted exactly as Spark does.
-    select = ", ".join(
-        f"CAST(NULL AS {c.type_sql}) AS `{c.name}`" for c in statement.columns
-    )
+    select = ", ".join(f"CAST(NULL AS {c.type_sql}) AS `{c.name}`" for c in statement.columns)
     fields = ctx.spark.sql(f"SELECT {select}").schema.jsonValue()["fields"]
     for field, column in zip(fields, statement.columns):
         field["nullable"] = column.nullable

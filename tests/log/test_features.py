@@ -1,0 +1,197 @@
+"""Protocol checks: what txsql reads, writes and creates."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from txsql.errors import UnsupportedFeatureError
+from txsql.log.actions import Metadata, Protocol
+from txsql.log.codec import decode_commit
+from txsql.log.features import (
+    READER_FEATURES_SUPPORTED,
+    READER_WRITER_FEATURES,
+    WRITER_FEATURES_SUPPORTED,
+    check_readable,
+    check_writable,
+    protocol_for_new_table,
+    reader_features,
+    with_features,
+    writer_features,
+)
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+COMMIT_NAME = re.compile(r"\d{20}\.json")
+EMPTY_SCHEMA = (
+    '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
+)
+
+
+def _meta(conf: dict[str, str] | None = None, schema: str = EMPTY_SCHEMA) -> Metadata:
+    return Metadata("id", schema, configuration=conf or {})
+
+
+def _latest(table: str) -> tuple[Protocol, Metadata]:
+    protocol = metadata = None
+    log = FIXTURES / table / "_delta_log"
+    for path in sorted(p for p in log.glob("*.json") if COMMIT_NAME.fullmatch(p.name)):
+        for action in decode_commit(path.read_bytes()):
+            if isinstance(action, Protocol):
+                protocol = action
+            elif isinstance(action, Metadata):
+                metadata = action
+    assert protocol is not None and metadata is not None
+    return protocol, metadata
+
+
+ALL_TABLES = sorted(
+    str(p.relative_to(FIXTURES)) for p in FIXTURES.glob("*/*") if (p / "_delta_log").is_dir()
+)
+
+
+@pytest.mark.parametrize("table", ALL_TABLES)
+def test_every_fixture_is_readable(table: str) -> None:
+    protocol, _ = _latest(table)
+    check_readable(protocol)
+
+
+def test_dv_fixture_protocol_is_readable_and_writable() -> None:
+    protocol, metadata = _latest("delta-golden/basic-dv-no-checkpoint")
+    assert protocol == Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+    check_readable(protocol)
+    check_writable(protocol, metadata)
+
+
+def test_unknown_reader_features_listed_sorted() -> None:
+    protocol = Protocol(3, 7, ("zFeature", "deletionVectors", "typeWidening"), ())
+    with pytest.raises(UnsupportedFeatureError) as info:
+        check_readable(protocol)
+    message = str(info.value)
+    assert "typeWidening, zFeature" in message
+    assert "deletionVectors" in info.value.hint  # says what txsql supports
+    assert "deletionVectors," not in info.value.message
+
+
+def test_reader_version_too_new() -> None:
+    with pytest.raises(UnsupportedFeatureError, match="reader version 4"):
+        check_readable(Protocol(4, 7, (), ()))
+    with pytest.raises(UnsupportedFeatureError, match="writer version 8"):
+        check_writable(Protocol(1, 8), _meta())
+
+
+def test_legacy_column_mapping_reader_is_readable() -> None:
+    check_readable(Protocol(2, 5))
+    assert reader_features(Protocol(2, 5)) == {"columnMapping"}
+
+
+def test_column_mapped_fixture_readable_not_writable() -> None:
+    protocol, metadata = _latest("delta-golden/dv-with-columnmapping")
+    check_readable(protocol)
+    with pytest.raises(UnsupportedFeatureError, match="columnMapping") as info:
+        check_writable(protocol, metadata)
+    assert "physical column names" in info.value.message
+
+
+def test_cdf_fixture_not_writable_because_cdf_enabled() -> None:
+    protocol, metadata = _latest("delta-rs/cdf-table-with-cdc-and-dvs")
+    check_readable(protocol)
+    assert "changeDataFeed" in writer_features(protocol)
+    with pytest.raises(UnsupportedFeatureError, match="changeDataFeed.*CDC"):
+        check_writable(protocol, metadata)
+    # The same protocol is fine once CDF is switched off.
+    check_writable(protocol, _meta({"delta.enableChangeDataFeed": "false"}))
+
+
+def test_legacy_writer_versions_depend_on_usage() -> None:
+    check_writable(Protocol(1, 4), _meta())
+    with pytest.raises(UnsupportedFeatureError, match="changeDataFeed"):
+        check_writable(Protocol(1, 4), _meta({"delta.enableChangeDataFeed": "true"}))
+    with pytest.raises(UnsupportedFeatureError, match="checkConstraints"):
+        check_writable(Protocol(1, 3), _meta({"delta.constraints.positive": "id > 0"}))
+    generated = EMPTY_SCHEMA.replace(
+        '"metadata":{}', '"metadata":{"delta.generationExpression":"1"}'
+    )
+    with pytest.raises(UnsupportedFeatureError, match="generatedColumns"):
+        check_writable(Protocol(1, 4), _meta(schema=generated))
+
+
+def test_unknown_writer_features_refused_even_if_unused() -> None:
+    protocol = Protocol(
+        3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking", "clustering")
+    )
+    with pytest.raises(UnsupportedFeatureError, match="clustering, rowTracking"):
+        check_writable(protocol, _meta())
+
+
+def test_invariants_in_schema_refused() -> None:
+    schema = EMPTY_SCHEMA.replace('"metadata":{}', '"metadata":{"delta.invariants":"{}"}')
+    with pytest.raises(UnsupportedFeatureError, match="invariant"):
+        check_writable(Protocol(1, 2), _meta(schema=schema))
+
+
+def test_supported_sets_are_deliberate() -> None:
+    assert "typeWidening" not in READER_FEATURES_SUPPORTED
+    assert "columnMapping" in READER_FEATURES_SUPPORTED
+    assert "columnMapping" not in WRITER_FEATURES_SUPPORTED
+    # Writer-only names never appear in reader lists.
+    assert READER_FEATURES_SUPPORTED <= READER_WRITER_FEATURES
+
+
+def test_protocol_for_new_tables() -> None:
+    assert protocol_for_new_table({"delta.enableDeletionVectors": "true"}) == Protocol(
+        3, 7, ("deletionVectors",), ("deletionVectors",)
+    )
+    assert protocol_for_new_table({"delta.enableDeletionVectors": "false"}) == Protocol(1, 2)
+    assert protocol_for_new_table({}) == Protocol(1, 2)
+    both = protocol_for_new_table(
+        {
+            "delta.enableDeletionVectors": "true",
+            "delta.appendOnly": "true",
+            "delta.enableInCommitTimestamps": "true",
+        }
+    )
+    assert both.reader_features == ("deletionVectors",)
+    assert both.writer_features == ("appendOnly", "deletionVectors", "inCommitTimestamp")
+    explicit = protocol_for_new_table({"delta.feature.domainMetadata": "supported"})
+    assert explicit == Protocol(1, 7, None, ("domainMetadata",))
+
+
+@pytest.mark.parametrize(
+    "conf",
+    [
+        {"delta.enableChangeDataFeed": "true"},
+        {"delta.columnMapping.mode": "name"},
+        {"delta.feature.rowTracking": "supported"},
+    ],
+)
+def test_new_table_with_unwritable_features_refused(conf: dict[str, str]) -> None:
+    with pytest.raises(UnsupportedFeatureError):
+        protocol_for_new_table(conf)
+
+
+def test_with_features_upgrades_legacy_versions() -> None:
+    upgraded = with_features(Protocol(1, 4), writer=["deletionVectors"])
+    assert upgraded.min_reader_version == 3 and upgraded.min_writer_version == 7
+    assert upgraded.reader_features == ("deletionVectors",)
+    # Everything writer 4 implied is listed explicitly.
+    assert set(upgraded.writer_features or ()) == {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+        "deletionVectors",
+    }
+    legacy_cm = with_features(Protocol(2, 5), reader=["deletionVectors"])
+    assert legacy_cm.reader_features == ("columnMapping", "deletionVectors")
+
+
+def test_with_features_is_idempotent() -> None:
+    dv = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+    assert with_features(dv, reader=["deletionVectors"]) is dv
+    assert with_features(Protocol(1, 2), writer=["appendOnly"]) == Protocol(1, 2)
+    grown = with_features(dv, writer=["domainMetadata"])
+    assert grown.reader_features == ("deletionVectors",)
+    assert grown.writer_features == ("deletionVectors", "domainMetadata")

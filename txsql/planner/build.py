@@ -119,7 +119,7 @@ def _partition_names(node: exp.Expr) -> list[str]:
     items = node.expressions if isinstance(node, (exp.Schema, exp.Tuple)) else [node]
     names = []
     for item in items:
-        if isinstance(item, (exp.Column, exp.Identifier)) or isinstance(item, exp.ColumnDef):
+        if isinstance(item, (exp.Column, exp.Identifier, exp.ColumnDef)):
             names.append(item.name)
         else:
             raise SqlError(

@@ -47,7 +47,8 @@ def build(root: str, commits: int) -> None:
                 Protocol(1, 2),
                 Metadata(id=str(uuid.uuid4()), schema_string=SCHEMA, created_time=now),
             ]
-        stats = f'{{"numRecords":10,"minValues":{{"id":{version * 10}}},"maxValues":{{"id":{version * 10 + 9}}}}}'
+        lo, hi = version * 10, version * 10 + 9
+        stats = f'{{"numRecords":10,"minValues":{{"id":{lo}}},"maxValues":{{"id":{hi}}}}}'
         actions.append(
             AddFile(f"part-{version:05d}-{uuid.uuid4()}.parquet", {}, 1024, now, stats=stats)
         )

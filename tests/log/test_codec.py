@@ -153,7 +153,7 @@ def test_truncated_commit_names_file_and_line() -> None:
 
 def test_malformed_action_names_line() -> None:
     data = b'{"txn":{"appId":"a","version":1}}\n\n{"add":{"size":1}}\n'
-    with pytest.raises(CorruptLogError, match="c.json line 3"):
+    with pytest.raises(CorruptLogError, match=r"c\.json line 3"):
         decode_commit(data, source="c.json")
     with pytest.raises(CorruptLogError, match="line 1 is not a JSON object"):
         decode_commit(b"[1, 2]\n")

@@ -98,7 +98,7 @@ def test_cdf_fixture_not_writable_because_cdf_enabled() -> None:
     protocol, metadata = _latest("delta-rs/cdf-table-with-cdc-and-dvs")
     check_readable(protocol)
     assert "changeDataFeed" in writer_features(protocol)
-    with pytest.raises(UnsupportedFeatureError, match="changeDataFeed.*CDC"):
+    with pytest.raises(UnsupportedFeatureError, match=r"changeDataFeed.*CDC"):
         check_writable(protocol, metadata)
     # The same protocol is fine once CDF is switched off.
     check_writable(protocol, _meta({"delta.enableChangeDataFeed": "false"}))

@@ -82,7 +82,7 @@ def test_getters_read_values() -> None:
 
 
 def test_invalid_stored_value_is_a_clear_error() -> None:
-    with pytest.raises(InvalidTablePropertyError, match="delta.checkpointInterval"):
+    with pytest.raises(InvalidTablePropertyError, match=r"delta\.checkpointInterval"):
         props.checkpoint_interval({"delta.checkpointInterval": "often"})
 
 

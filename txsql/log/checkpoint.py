@@ -17,9 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.errors import CorruptLogError
 from txsql.log import properties
-from txsql.log.actions import Action, CheckpointMetadata, Metadata, SetTransaction, Sidecar
+from txsql.log.actions import (
+    Action,
+    AddFile,
+    CheckpointMetadata,
+    Metadata,
+    RemoveFile,
+    SetTransaction,
+    Sidecar,
+)
 from txsql.log.codec import action_from_checkpoint_row, action_to_checkpoint_row, decode_commit
 from txsql.log.schema import (
     DataType,
@@ -70,11 +79,68 @@ def _parquet_actions(data: bytes, source: str, columns: Iterable[str]) -> list[A
         if isinstance(arr.type, pa.StructType) and any(f.name in _DERIVED for f in arr.type):
             keep = [f.name for f in arr.type if f.name not in _DERIVED]
             arr = pa.StructArray.from_arrays([arr.field(k) for k in keep], names=keep)
+        if name == "add" and set(arr.type.names) <= set(_add_type(None, True).names):
+            out.extend(_adds_columnar(arr))
+            continue
         for row in arr.to_pylist():
             action = action_from_checkpoint_row(name, row)
             if action is not None:
                 out.append(action)
     return out
+
+
+_DV_FIELDS = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality", "offset")
+
+
+def _adds_columnar(arr: pa.StructArray) -> list[AddFile]:
+    """Decode an all-valid ``add`` column field by field.
+
+    Converting whole child columns and zipping them is several times faster than
+    ``to_pylist()`` of the struct plus a per-row decode; it matters for 100k-file tables.
+    Only used when every field is one we model, so nothing would land in ``extra``.
+    """
+    n = len(arr)
+    names = set(arr.type.names)
+
+    def col(field: str) -> list[Any]:
+        return arr.field(field).to_pylist() if field in names else [None] * n
+
+    pvs = [dict(kv) if kv else {} for kv in col("partitionValues")]
+    tags = [None if kv is None else dict(kv) for kv in col("tags")]
+    dvs: list[DeletionVectorDescriptor | None] = [None] * n
+    if "deletionVector" in names and arr.field("deletionVector").null_count < n:
+        dv_arr = arr.field("deletionVector")
+        dv_names = set(dv_arr.type.names)
+        # flatten() folds the struct's own nulls into the children.
+        kids = dict(zip(dv_arr.type.names, dv_arr.flatten(), strict=True))
+        dv_cols: list[list[Any]] = [
+            kids[f].to_pylist() if f in dv_names else [None] * n for f in _DV_FIELDS
+        ]
+        st, pth, size, card, off = dv_cols
+        dvs = [
+            None
+            if st[i] is None
+            else DeletionVectorDescriptor(st[i], pth[i], size[i], card[i], off[i])
+            for i in range(n)
+        ]
+    data_change = [True if d is None else d for d in col("dataChange")]
+    return [
+        AddFile(p, pv, sz, mt, dc, stats, tg, dv, base, drcv, cp)
+        for p, pv, sz, mt, dc, stats, tg, dv, base, drcv, cp in zip(
+            col("path"),
+            pvs,
+            col("size"),
+            col("modificationTime"),
+            data_change,
+            col("stats"),
+            tags,
+            dvs,
+            col("baseRowId"),
+            col("defaultRowCommitVersion"),
+            col("clusteringProvider"),
+            strict=True,
+        )
+    ]
 
 
 def read_checkpoint_file(
@@ -295,28 +361,76 @@ def checkpoint_actions(snapshot: Snapshot, now_ms: int | None = None) -> list[Ac
     return actions
 
 
+def _adds_column(
+    files: list[AddFile], add_type: pa.StructType, parsed: PartitionFields | None
+) -> pa.StructArray:
+    """The ``add`` column built child by child (much faster than one dict per row)."""
+    dvs = [f.deletion_vector for f in files]
+    dv_children = [
+        pa.array([d.storage_type if d else None for d in dvs], pa.string()),
+        pa.array([d.path_or_inline_dv if d else None for d in dvs], pa.string()),
+        pa.array([d.offset if d else None for d in dvs], pa.int32()),
+        pa.array([d.size_in_bytes if d else None for d in dvs], pa.int32()),
+        pa.array([d.cardinality if d else None for d in dvs], pa.int64()),
+        pa.nulls(len(files), pa.int64()),  # maxRowIndex is transient: always null
+    ]
+    dv_mask = pa.array([d is None for d in dvs], pa.bool_())
+    values: dict[str, pa.Array] = {
+        "path": pa.array([f.path for f in files], pa.string()),
+        "partitionValues": pa.array([f.partition_values for f in files], _STR_MAP),
+        "size": pa.array([f.size for f in files], pa.int64()),
+        "modificationTime": pa.array([f.modification_time for f in files], pa.int64()),
+        "dataChange": pa.array([f.data_change for f in files], pa.bool_()),
+        "tags": pa.array([f.tags for f in files], _STR_MAP),
+        "deletionVector": pa.StructArray.from_arrays(dv_children, fields=list(_DV), mask=dv_mask),
+        "baseRowId": pa.array([f.base_row_id for f in files], pa.int64()),
+        "defaultRowCommitVersion": pa.array(
+            [f.default_row_commit_version for f in files], pa.int64()
+        ),
+        "clusteringProvider": pa.array([f.clustering_provider for f in files], pa.string()),
+        "stats": pa.array([f.stats for f in files], pa.string()),
+    }
+    if parsed is not None:
+        rows = [parse_partition_values(parsed, f.partition_values) for f in files]
+        values["partitionValues_parsed"] = pa.array(
+            rows, add_type.field("partitionValues_parsed").type
+        )
+    return pa.StructArray.from_arrays([values[f.name] for f in add_type], fields=list(add_type))
+
+
 def checkpoint_table(snapshot: Snapshot, now_ms: int | None = None) -> pa.Table:
-    """Build the checkpoint rows of ``snapshot`` as an Arrow table."""
+    """Build the checkpoint rows of ``snapshot`` as an Arrow table.
+
+    Rows are the non-file actions, then the adds, then the tombstones; each action type is
+    one struct column that is null on the other rows.
+    """
     schema = checkpoint_schema(snapshot)
     actions = checkpoint_actions(snapshot, now_ms)
-    columns: dict[str, list[dict[str, Any] | None]] = {
-        n: [None] * len(actions) for n in schema.names
+    adds = [a for a in actions if isinstance(a, AddFile)]
+    others = [a for a in actions if not isinstance(a, (AddFile, RemoveFile))]
+    removes = [a for a in actions if isinstance(a, RemoveFile)]
+    rows: dict[str, list[dict[str, Any] | None]] = {
+        n: [None] * (len(others) + len(removes)) for n in schema.names
     }
-    add_type = schema.field("add").type
-    parsed = (
-        _partition_fields(snapshot.metadata) if "partitionValues_parsed" in add_type.names else None
-    )
-    for i, action in enumerate(actions):
+    for i, action in enumerate([*others, *removes]):
         if isinstance(action, CheckpointMetadata):
             name, row = "checkpointMetadata", {"version": action.version, "tags": action.tags}
         else:
             name, row = action_to_checkpoint_row(action)
-        if name == "add" and parsed is not None:
-            row["partitionValues_parsed"] = parse_partition_values(
-                parsed, row.get("partitionValues") or {}
-            )
-        columns[name][i] = row
-    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+        rows[name][i] = row
+    add_type = schema.field("add").type
+    parsed = (
+        _partition_fields(snapshot.metadata) if "partitionValues_parsed" in add_type.names else None
+    )
+    arrays = []
+    for f in schema:
+        head = pa.array(rows[f.name][: len(others)], type=f.type)
+        tail = pa.array(rows[f.name][len(others) :], type=f.type)
+        if f.name == "add":
+            middle = _adds_column(adds, add_type, parsed)
+        else:
+            middle = pa.nulls(len(adds), f.type)
+        arrays.append(pa.concat_arrays([head, middle, tail]))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

@@ -258,149 +258,132 @@ def action_from_json(obj: JsonDict) -> Action | None:
 # --- actions -> JSON -------------------------------------------------------------------
 
 
-def _put_extra(out: JsonDict, extra: JsonDict | None) -> JsonDict:
+def _present(o: JsonDict, extra: JsonDict | None) -> JsonDict:
+    # None means "not written" for every optional field; unknown fields never override ours.
+    out = {k: v for k, v in o.items() if v is not None}
     if extra:
         for k, v in extra.items():
             out.setdefault(k, v)
     return out
 
 
+def _copy(d: dict[str, Any] | None) -> dict[str, Any] | None:
+    # Fresh dicts, so a caller editing the wire form cannot mutate a frozen action.
+    return None if d is None else dict(d)
+
+
 def _add_to_json(a: AddFile) -> JsonDict:
-    o: JsonDict = {
+    dv = a.deletion_vector
+    o = {
         "path": a.path,
         "partitionValues": dict(a.partition_values),
         "size": a.size,
         "modificationTime": a.modification_time,
         "dataChange": a.data_change,
+        "stats": a.stats,
+        "tags": _copy(a.tags),
+        "deletionVector": None if dv is None else dv_to_json(dv),
+        "baseRowId": a.base_row_id,
+        "defaultRowCommitVersion": a.default_row_commit_version,
+        "clusteringProvider": a.clustering_provider,
     }
-    if a.stats is not None:
-        o["stats"] = a.stats
-    if a.tags is not None:
-        o["tags"] = dict(a.tags)
-    if a.deletion_vector is not None:
-        o["deletionVector"] = dv_to_json(a.deletion_vector)
-    if a.base_row_id is not None:
-        o["baseRowId"] = a.base_row_id
-    if a.default_row_commit_version is not None:
-        o["defaultRowCommitVersion"] = a.default_row_commit_version
-    if a.clustering_provider is not None:
-        o["clusteringProvider"] = a.clustering_provider
-    return _put_extra(o, a.extra)
+    return _present(o, a.extra)
 
 
 def _remove_to_json(r: RemoveFile) -> JsonDict:
-    o: JsonDict = {"path": r.path}
-    if r.deletion_timestamp is not None:
-        o["deletionTimestamp"] = r.deletion_timestamp
-    o["dataChange"] = r.data_change
-    if r.extended_file_metadata is not None:
-        o["extendedFileMetadata"] = r.extended_file_metadata
-    if r.partition_values is not None:
-        o["partitionValues"] = dict(r.partition_values)
-    if r.size is not None:
-        o["size"] = r.size
-    if r.stats is not None:
-        o["stats"] = r.stats
-    if r.tags is not None:
-        o["tags"] = dict(r.tags)
-    if r.deletion_vector is not None:
-        o["deletionVector"] = dv_to_json(r.deletion_vector)
-    if r.base_row_id is not None:
-        o["baseRowId"] = r.base_row_id
-    if r.default_row_commit_version is not None:
-        o["defaultRowCommitVersion"] = r.default_row_commit_version
-    return _put_extra(o, r.extra)
+    dv = r.deletion_vector
+    o = {
+        "path": r.path,
+        "deletionTimestamp": r.deletion_timestamp,
+        "dataChange": r.data_change,
+        "extendedFileMetadata": r.extended_file_metadata,
+        "partitionValues": _copy(r.partition_values),
+        "size": r.size,
+        "stats": r.stats,
+        "tags": _copy(r.tags),
+        "deletionVector": None if dv is None else dv_to_json(dv),
+        "baseRowId": r.base_row_id,
+        "defaultRowCommitVersion": r.default_row_commit_version,
+    }
+    return _present(o, r.extra)
 
 
 def _protocol_to_json(p: Protocol) -> JsonDict:
-    o: JsonDict = {
+    rf, wf = p.reader_features, p.writer_features
+    o = {
         "minReaderVersion": p.min_reader_version,
         "minWriterVersion": p.min_writer_version,
+        "readerFeatures": None if rf is None else list(rf),
+        "writerFeatures": None if wf is None else list(wf),
     }
-    if p.reader_features is not None:
-        o["readerFeatures"] = list(p.reader_features)
-    if p.writer_features is not None:
-        o["writerFeatures"] = list(p.writer_features)
-    return _put_extra(o, p.extra)
+    return _present(o, p.extra)
 
 
 def _metadata_to_json(m: Metadata) -> JsonDict:
-    o: JsonDict = {"id": m.id}
-    if m.name is not None:
-        o["name"] = m.name
-    if m.description is not None:
-        o["description"] = m.description
-    o["format"] = {"provider": m.format.provider, "options": dict(m.format.options)}
-    o["schemaString"] = m.schema_string
-    o["partitionColumns"] = list(m.partition_columns)
-    o["configuration"] = dict(m.configuration)
-    if m.created_time is not None:
-        o["createdTime"] = m.created_time
-    return _put_extra(o, m.extra)
+    o = {
+        "id": m.id,
+        "name": m.name,
+        "description": m.description,
+        "format": {"provider": m.format.provider, "options": dict(m.format.options)},
+        "schemaString": m.schema_string,
+        "partitionColumns": list(m.partition_columns),
+        "configuration": dict(m.configuration),
+        "createdTime": m.created_time,
+    }
+    return _present(o, m.extra)
 
 
 def _cdc_to_json(c: AddCDCFile) -> JsonDict:
-    o: JsonDict = {
+    o = {
         "path": c.path,
         "partitionValues": dict(c.partition_values),
         "size": c.size,
         "dataChange": c.data_change,
+        "tags": _copy(c.tags),
     }
-    if c.tags is not None:
-        o["tags"] = dict(c.tags)
-    return _put_extra(o, c.extra)
+    return _present(o, c.extra)
 
 
 def _txn_to_json(t: SetTransaction) -> JsonDict:
-    o: JsonDict = {"appId": t.app_id, "version": t.version}
-    if t.last_updated is not None:
-        o["lastUpdated"] = t.last_updated
-    return _put_extra(o, t.extra)
+    o = {"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated}
+    return _present(o, t.extra)
 
 
 def _domain_to_json(d: DomainMetadata) -> JsonDict:
-    o: JsonDict = {"domain": d.domain, "configuration": d.configuration, "removed": d.removed}
-    return _put_extra(o, d.extra)
+    o = {"domain": d.domain, "configuration": d.configuration, "removed": d.removed}
+    return _present(o, d.extra)
 
 
 def _commit_info_to_json(c: CommitInfo) -> JsonDict:
-    # Spark's field order, so our commits read like theirs; None means "not written".
-    pairs: tuple[tuple[str, Any], ...] = (
-        ("inCommitTimestamp", c.in_commit_timestamp),
-        ("timestamp", c.timestamp),
-        ("operation", c.operation),
-        ("operationParameters", c.operation_parameters),
-        ("readVersion", c.read_version),
-        ("isolationLevel", c.isolation_level),
-        ("isBlindAppend", c.is_blind_append),
-        ("operationMetrics", c.operation_metrics),
-        ("userMetadata", c.user_metadata),
-        ("engineInfo", c.engine_info),
-        ("txnId", c.txn_id),
-    )
-    o: JsonDict = {}
-    for k, v in pairs:
-        if v is not None:
-            o[k] = dict(v) if isinstance(v, dict) else v
-    return _put_extra(o, c.extra)
+    # Spark's field order, so our commits read like theirs.
+    o = {
+        "inCommitTimestamp": c.in_commit_timestamp,
+        "timestamp": c.timestamp,
+        "operation": c.operation,
+        "operationParameters": _copy(c.operation_parameters),
+        "readVersion": c.read_version,
+        "isolationLevel": c.isolation_level,
+        "isBlindAppend": c.is_blind_append,
+        "operationMetrics": _copy(c.operation_metrics),
+        "userMetadata": c.user_metadata,
+        "engineInfo": c.engine_info,
+        "txnId": c.txn_id,
+    }
+    return _present(o, c.extra)
 
 
 def _checkpoint_metadata_to_json(c: CheckpointMetadata) -> JsonDict:
-    o: JsonDict = {"version": c.version}
-    if c.tags is not None:
-        o["tags"] = dict(c.tags)
-    return _put_extra(o, c.extra)
+    return _present({"version": c.version, "tags": _copy(c.tags)}, c.extra)
 
 
 def _sidecar_to_json(s: Sidecar) -> JsonDict:
-    o: JsonDict = {
+    o = {
         "path": s.path,
         "sizeInBytes": s.size_in_bytes,
         "modificationTime": s.modification_time,
+        "tags": _copy(s.tags),
     }
-    if s.tags is not None:
-        o["tags"] = dict(s.tags)
-    return _put_extra(o, s.extra)
+    return _present(o, s.extra)
 
 
 _ENCODERS: dict[type, tuple[str, Callable[[Any], JsonDict]]] = {

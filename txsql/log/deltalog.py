@@ -18,11 +18,14 @@ from txsql.log.codec import decode_commit
 from txsql.log.history import CommitRecord, version_at_timestamp
 from txsql.log.history import history as _history
 from txsql.log.replay import ReplayState, replay_commits, replay_segment
-from txsql.log.segment import LogListing, find_segment, list_log
+from txsql.log.segment import find_segment, list_log
 from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore, log_store_for
 from txsql.storage.paths import commit_name
+
+# Beyond this many new commits a cold load (from a newer checkpoint) is cheaper.
+_MAX_INCREMENTAL = 100
 
 
 @dataclass(frozen=True)
@@ -69,47 +72,65 @@ class DeltaLog:
             TableNotFoundError, VersionNotFoundError, CorruptLogError: see ``find_segment``.
             UnsupportedFeatureError: the table needs a reader feature txsql lacks.
         """
-        listing = list_log(self.store)
         with self._lock:
             cached = self._cached
-        built = self._from_cache(cached, listing, version) if cached else None
+        built = self._extend(cached, version) if cached else None
         if built is None:
+            listing = list_log(self.store)
             segment = find_segment(self.store, version, listing=listing)
             snap, state = replay_segment(self.store, segment)
+            commit = listing.commits.get(snap.version)
         else:
-            snap, state = built
+            snap, state, commit = built
         # Refuse before caching: a table we cannot read must never look readable.
         features.check_readable(snap.protocol)
-        commit = listing.commits.get(snap.version)
         with self._lock:
             newest = self._cached.snapshot.version if self._cached else -1
             if commit is not None and snap.version >= newest:
                 self._cached = _Cached(snap, state, commit)
         return snap
 
-    def _from_cache(
-        self, cached: _Cached, listing: LogListing, version: int | None
-    ) -> tuple[Snapshot, ReplayState] | None:
-        """Extend the cached snapshot to ``version`` by replaying only newer commits."""
+    def _extend(
+        self, cached: _Cached, version: int | None
+    ) -> tuple[Snapshot, ReplayState, FileStatus] | None:
+        """Bring the cached snapshot to ``version`` by replaying only newer commits.
+
+        Probes commit files one by one instead of listing ``_delta_log`` (which holds
+        thousands of files on a busy table); returns None whenever a cold load is the
+        safer or cheaper answer, and the cold path then explains any error.
+        """
         base = cached.snapshot.version
-        if listing.commits.get(base) != cached.commit:
-            return None  # the log was rewritten (or cleaned up) under us: rebuild cold
-        target = version
-        if target is None:
-            target = max(listing.commits)
-        if target < base:
+        if version is not None and version < base:
             return None
-        if target == base:
-            return cached.snapshot, cached.state
-        newer = [listing.commits.get(v) for v in range(base + 1, target + 1)]
-        if any(s is None for s in newer):
-            return None  # let find_segment explain the gap (or use a newer checkpoint)
+        if self._stat_commit(base) != cached.commit:
+            return None  # the log was rewritten or cleaned up under us
+        newer: list[FileStatus] = []
+        v = base + 1
+        while version is None or v <= version:
+            status = self._stat_commit(v)
+            if status is None:
+                break
+            newer.append(status)
+            if len(newer) > _MAX_INCREMENTAL:
+                return None  # a newer checkpoint is cheaper than replaying all of these
+            v += 1
+        if version is not None and base + len(newer) < version:
+            return None
+        if not newer:
+            return cached.snapshot, cached.state, cached.commit
         state = cached.state.copy()
-        statuses = [s for s in newer if s is not None]
-        info, last = replay_commits(self.store, state, statuses)
+        info, last = replay_commits(self.store, state, newer)
         mtime = last.modification_time if last else None
-        snap = state.snapshot(self.store.root, target, commit_info=info, commit_mtime=mtime)
-        return snap, state
+        snap = state.snapshot(
+            self.store.root, base + len(newer), commit_info=info, commit_mtime=mtime
+        )
+        return snap, state, newer[-1]
+
+    def _stat_commit(self, version: int) -> FileStatus | None:
+        try:
+            return self.store.commit_status(version)
+        except FileNotFoundError:
+            return None
 
     def snapshot_at_timestamp(self, ts_ms: int) -> Snapshot:
         """The table as of the latest commit at or before ``ts_ms`` (ms since the epoch)."""

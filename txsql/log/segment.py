@@ -210,6 +210,7 @@ def find_segment(
 
 
 def earliest_recreatable(store: LogStore, listing: LogListing) -> int | None:
+    """The oldest version the remaining files can rebuild (None: none can)."""
     if 0 in listing.commits:
         return 0
     for v in sorted(listing.checkpoints):

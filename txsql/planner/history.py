@@ -62,7 +62,7 @@ def history_rows(log: DeltaLog, limit: int | None = None) -> list[dict[str, Any]
 
 
 def history_dataframe(spark: SparkSession, log: DeltaLog, limit: int | None = None) -> DataFrame:
-    return spark.createDataFrame(history_rows(log, limit), HISTORY_SCHEMA)  # type: ignore[arg-type]
+    return spark.createDataFrame(history_rows(log, limit), HISTORY_SCHEMA)
 
 
 def _strings(values: dict[str, Any] | None) -> dict[str, str] | None:

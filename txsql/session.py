@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import SqlError, TxSqlError
@@ -12,6 +12,7 @@ from txsql.planner.build import build_statement
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import RunContext
 from txsql.planner.history import run_describe_history
+from txsql.planner.params import bind_parameters
 from txsql.planner.query import run_query
 from txsql.planner.script import ParsedStatement, parse_script
 from txsql.planner.statements import (
@@ -68,25 +69,37 @@ class Session:
         self.catalog = Catalog(self.warehouse)
         self._context = RunContext(self.spark, self.catalog, max_commit_attempts)
 
-    def sql(self, text: str) -> Result:
-        """Run one statement or a script of several; return the last statement's result."""
-        results = self.run_script(text)
+    def sql(self, text: str, params: Mapping[str, Any] | None = None) -> Result:
+        """Run one statement or a script of several; return the last statement's result.
+
+        ``:name`` placeholders are bound from ``params`` as typed literals.
+        """
+        results = self.run_script(text, params)
         if not results:
             raise SqlError("no SQL statement to run", hint="Write a statement, e.g. SELECT 1.")
         return results[-1]
 
-    def run_script(self, text: str) -> list[Result]:
-        """Run every statement of ``text`` in order; stop at the first error."""
-        results = []
+    def run_script(self, text: str, params: Mapping[str, Any] | None = None) -> list[Result]:
+        """Run every statement of ``text`` in order; stop at the first error.
+
+        The whole script is parsed and its parameters bound before anything runs, so a
+        syntax error or a missing parameter anywhere runs nothing.
+        """
+        statements = []
         for parsed in parse_script(text):
-            results.append(self._run(parsed, text))
-        return results
+            try:
+                expression = bind_parameters(parsed.expression, params or {})
+            except TxSqlError as e:
+                e.locate(parsed.source.text, parsed.source.line, parsed.source.column)
+                raise
+            statements.append(ParsedStatement(parsed.source, expression))
+        return [self._run(parsed) for parsed in statements]
 
     def table(self, name_or_path: str) -> Table:
         """A handle on a table by name, ``delta.`/path``` or a plain path."""
         return Table(self, name_or_path)
 
-    def _run(self, parsed: ParsedStatement, script: str) -> Result:
+    def _run(self, parsed: ParsedStatement) -> Result:
         started = time.perf_counter()
         source = parsed.source
         try:

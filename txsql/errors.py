@@ -162,6 +162,9 @@ class CommitConflictError(TxSqlError):
         winning_operation: that commit's ``operation`` (e.g. ``DELETE``).
         isolation_level: the level this transaction was checked under.
         rule: the conflict rule that fired, in words.
+        partitions: overlapping partitions, e.g. ``("p=1",)``.
+        files: overlapping files (paths as in the log).
+        rows: for row-level conflicts, path -> sorted physical row indexes both touched.
     """
 
     default_hint = "Re-run the statement; it will read the newest version."
@@ -177,6 +180,7 @@ class CommitConflictError(TxSqlError):
         partitions: tuple[str, ...] = (),
         files: tuple[str, ...] = (),
         hint: str | None = None,
+        rows: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         self.winning_version = winning_version
         self.winning_operation = winning_operation
@@ -184,6 +188,7 @@ class CommitConflictError(TxSqlError):
         self.rule = rule
         self.partitions = partitions
         self.files = files
+        self.rows = rows
         super().__init__(message, hint=hint)
 
 

@@ -1,167 +1,375 @@
 """Check one winning commit against our transaction, in Delta Spark's order.
 
-Order (reference/delta-protocol.md §5.4): protocol -> metadata -> domain metadata -> app ids
--> files added that we should have read -> files deleted that we read -> delete/delete.
-This is the file-level rule; partition, stats and row-level scoping refine step 5 later.
+Order (reference/delta-protocol.md §5.4): protocol -> metadata -> domain metadata -> app
+ids -> files added that we should have read -> files deleted that we read -> files both
+deleted. Steps 1-4 live in :mod:`txsql.txn.table_rules`. Steps 5-7 come in two modes:
+
+* file level (``txsql.rowLevelConcurrency=false``, the default without DVs): exactly Delta
+  Spark — partition predicates against the winner's partition values, paths against paths;
+* row level (default on DV tables): predicates against partition values *and* stats, the
+  winner's new rows through an optional ``row_checker`` hook, and DV updates row by row
+  (:mod:`txsql.txn.rowlevel`). Anything undecidable falls back to the file-level rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from txsql.errors import (
-    CommitConflictError,
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
-    ConcurrentTransactionError,
-    MetadataChangedError,
-    ProtocolChangedError,
 )
-from txsql.log.actions import (
-    Action,
-    AddFile,
-    CommitInfo,
-    DomainMetadata,
-    Metadata,
-    Protocol,
-    RemoveFile,
-    SetTransaction,
+from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
+from txsql.log.predicates import (
+    TRUE,
+    Predicate,
+    eval_partition,
+    may_match_file,
+    split_predicate,
 )
-from txsql.txn.isolation import IsolationLevel
+from txsql.log.schema import StructType
+from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.isolation import IsolationLevel, changes_no_data
+from txsql.txn.readset import ReadSet, ScanRecord, norm_path
+from txsql.txn.rowlevel import Rebase, RowLevelState
+from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
+from txsql.txn.winner import WinningCommit
 
-A = TypeVar("A")
+__all__ = [
+    "CheckOutcome",
+    "IsolationLevel",
+    "ReadSet",
+    "RowPredicateChecker",
+    "TxnView",
+    "WinningCommit",
+    "check_winning_commit",
+]
 
-
-@dataclass(frozen=True)
-class WinningCommit:
-    """The actions of a commit that beat us to a version, grouped for the checks."""
-
-    version: int
-    actions: tuple[Action, ...]
-
-    @property
-    def commit_info(self) -> CommitInfo | None:
-        return next((a for a in self.actions if isinstance(a, CommitInfo)), None)
-
-    @property
-    def operation(self) -> str | None:
-        info = self.commit_info
-        return info.operation if info else None
-
-    @property
-    def is_blind_append(self) -> bool:
-        info = self.commit_info
-        return bool(info and info.is_blind_append)
-
-    def of_type(self, kind: type[A]) -> list[A]:
-        return [a for a in self.actions if isinstance(a, kind)]
+RowPredicateChecker = Callable[[Predicate, Sequence[AddFile]], bool]
+"""Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)"""
 
 
 @dataclass
-class ReadSet:
-    """What our transaction read; every field widens what a winner can conflict with."""
+class TxnView:
+    """Our transaction as the checker sees it (protocol/metadata advance as winners pass).
 
-    read_whole_table: bool = False
-    files: set[str] = field(default_factory=set)
-    app_ids: set[str] = field(default_factory=set)
+    Attributes:
+        actions: Our staged actions (no commitInfo).
+        read_set: What we read.
+        isolation: The level we are checked under.
+        blind_append: Our own isBlindAppend.
+        schema: The table schema as of our read (predicates are typed with it).
+        partition_columns: Partition columns as of our read.
+        protocol: The protocol we commit against.
+        metadata: The metadata we commit against.
+        rows: Row-level state; None means file-level (Delta Spark) rules.
+        row_checker: Optional hook deciding whether added rows satisfy a read predicate.
+        column_mapping_mode: Stats and partition values are keyed by physical names.
+    """
+
+    actions: Sequence[Action]
+    read_set: ReadSet
+    isolation: IsolationLevel
+    blind_append: bool
+    schema: StructType
+    partition_columns: tuple[str, ...]
+    protocol: Protocol
+    metadata: Metadata
+    rows: RowLevelState | None = None
+    row_checker: RowPredicateChecker | None = None
+    column_mapping_mode: str = "none"
 
     @property
-    def is_empty(self) -> bool:
-        return not (self.read_whole_table or self.files or self.app_ids)
+    def metadata_changed(self) -> bool:
+        return any(isinstance(a, Metadata) for a in self.actions)
+
+    @property
+    def removed_paths(self) -> set[str]:
+        return {norm_path(a.path) for a in self.actions if isinstance(a, RemoveFile)}
 
 
-def check_winning_commit(
-    winner: WinningCommit,
-    ours: Sequence[Action],
-    read_set: ReadSet,
-    isolation: IsolationLevel,
-    our_blind_append: bool,
-) -> None:
-    """Raise the first :class:`CommitConflictError` that ``winner`` causes us, if any."""
-    what = f"version {winner.version} ({winner.operation or 'unknown operation'})"
+@dataclass
+class CheckOutcome:
+    """No conflict: the protocol/metadata to adopt and the DV rebases to apply."""
 
-    def conflict(error: type[CommitConflictError], message: str, **details: Any) -> None:
-        raise error(
-            message,
-            winning_version=winner.version,
-            winning_operation=winner.operation,
-            isolation_level=isolation.value,
-            **details,
-        )
+    protocol: Protocol
+    metadata: Metadata
+    rebases: list[Rebase] = field(default_factory=list)
 
-    # A protocol upgrade by the winner alone is adopted (the caller re-validates that we can
-    # still write it); two transactions both changing the protocol, e.g. two concurrent
-    # CREATE TABLEs of version 0, conflict.
-    if winner.of_type(Protocol) and any(isinstance(a, Protocol) for a in ours):
-        conflict(
-            ProtocolChangedError,
-            f"the table protocol was changed concurrently by {what}",
-            rule="protocol changed",
-        )
-    if winner.of_type(Metadata):
-        conflict(
-            MetadataChangedError,
-            f"the table schema or properties were changed concurrently by {what}",
-            rule="metadata changed",
-        )
-    ours_domains = {a.domain for a in ours if isinstance(a, DomainMetadata)}
-    clash = ours_domains & {d.domain for d in winner.of_type(DomainMetadata)}
-    if clash:
-        conflict(
-            ConcurrentTransactionError,
-            f"domain metadata {sorted(clash)} was written concurrently by {what}",
-            rule="same metadata domain",
-        )
-    apps = read_set.app_ids & {t.app_id for t in winner.of_type(SetTransaction)}
-    if apps:
-        conflict(
-            ConcurrentTransactionError,
-            f"app id {sorted(apps)} committed concurrently in {what}",
-            rule="same application id",
-            hint="Another run of this idempotent writer committed first; do not retry it.",
-        )
-    _check_added_files(winner, read_set, isolation, our_blind_append, what, conflict)
-    removed = {r.path for r in winner.of_type(RemoveFile)}
-    read_and_removed = removed & read_set.files
-    if read_and_removed or (removed and read_set.read_whole_table):
-        files = tuple(sorted(read_and_removed or removed))
-        conflict(
-            ConcurrentDeleteReadError,
-            f"{what} removed file(s) this transaction read",
-            rule="a file we read was deleted",
-            files=files,
-        )
-    both_removed = removed & {a.path for a in ours if isinstance(a, RemoveFile)}
-    if both_removed:
-        conflict(
-            ConcurrentDeleteDeleteError,
-            f"{what} removed file(s) this transaction also removes",
-            rule="both transactions deleted the same file",
-            files=tuple(sorted(both_removed)),
-        )
+
+def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
+    """Raise the first conflict ``winner`` causes us, else say how to rebase onto it.
+
+    Raises:
+        ProtocolChangedError, MetadataChangedError, ConcurrentTransactionError,
+        ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError.
+    """
+    report = Reporter(winner, ours.isolation)
+    protocol = check_protocol(winner, ours.actions, ours.protocol, ours.metadata, report)
+    metadata = check_metadata(winner, ours.actions, ours.metadata, protocol, report)
+    check_domains(winner, ours.actions, report)
+    check_app_ids(winner, ours.read_set.app_ids, report)
+    row_level_paths = _row_level_dv_updates(winner, ours)
+    _check_added_files(winner, ours, row_level_paths, report)
+    rebases = _check_row_level_deletes(winner, ours, row_level_paths, report)
+    _check_deleted_files(winner, ours, row_level_paths, report)
+    return CheckOutcome(protocol, metadata, rebases)
+
+
+def _row_level_dv_updates(winner: WinningCommit, ours: TxnView) -> set[str]:
+    """The winner's DV updates that we can judge row by row (none in file-level mode)."""
+    state = ours.rows
+    if state is None:
+        return set()
+    return {
+        path
+        for path, (remove, _) in winner.dv_updates.items()
+        if state.decidable(ours.read_set, path, remove)
+    }
+
+
+# --- step 5: added files we should have read ---------------------------------------------
+
+
+def _candidate_adds(winner: WinningCommit, ours: TxnView, skip: set[str]) -> list[AddFile]:
+    if ours.isolation is IsolationLevel.SNAPSHOT_ISOLATION or ours.blind_append:
+        return []
+    if (
+        ours.isolation is IsolationLevel.WRITE_SERIALIZABLE
+        and not ours.metadata_changed
+        and winner.is_blind_append
+    ):
+        return []  # WriteSerializable may order a blind append after us
+    adds = [a for p, a in winner.adds.items() if p not in skip]
+    if ours.rows is not None and changes_no_data(_file_actions(winner)):
+        # A pure rearrangement (OPTIMIZE) adds no new rows; its removes are checked below.
+        return []
+    return adds
+
+
+def _file_actions(winner: WinningCommit) -> list[Action]:
+    return [a for a in winner.actions if isinstance(a, (AddFile, RemoveFile))]
 
 
 def _check_added_files(
-    winner: WinningCommit,
-    read_set: ReadSet,
-    isolation: IsolationLevel,
-    our_blind_append: bool,
-    what: str,
-    conflict: Callable[..., None],
+    winner: WinningCommit, ours: TxnView, skip: set[str], report: Reporter
 ) -> None:
-    if isolation is IsolationLevel.SNAPSHOT_ISOLATION or our_blind_append:
+    adds = _candidate_adds(winner, ours, skip)
+    if not adds:
         return
-    adds: list[AddFile] = winner.of_type(AddFile)
-    if isolation is IsolationLevel.WRITE_SERIALIZABLE and winner.is_blind_append:
-        adds = []
-    if adds and (read_set.read_whole_table or read_set.files):
-        conflict(
-            ConcurrentAppendError,
-            f"{what} added data this transaction's read covers",
-            rule="files were added that we should have read",
-            files=tuple(sorted(a.path for a in adds)),
-            hint="Re-run the statement, or narrow it with a partition predicate.",
+    read = ours.read_set
+    if read.read_whole_table:
+        _append_conflict(winner, ours, adds, TRUE, "we read the whole table", report)
+    for scan in _distinct_scans(read.scans):
+        hits = _matching_adds(scan, adds, ours)
+        if not hits:
+            continue
+        checker = ours.row_checker if ours.rows is not None and scan.deterministic else None
+        if checker is not None and not checker(scan.predicate, hits):
+            continue  # the added rows were evaluated and none satisfies our predicate
+        _append_conflict(winner, ours, hits, scan.predicate, _rule(ours, scan), report)
+
+
+def _distinct_scans(scans: Sequence[ScanRecord]) -> list[ScanRecord]:
+    seen: dict[Predicate, ScanRecord] = {}
+    for scan in scans:
+        seen.setdefault(scan.predicate, scan)
+    return list(seen.values())
+
+
+def _matching_adds(scan: ScanRecord, adds: Sequence[AddFile], ours: TxnView) -> list[AddFile]:
+    predicate = scan.predicate if scan.deterministic else TRUE
+    if ours.rows is None:
+        # Delta Spark: only the partition conjuncts count; data filters read everything.
+        part, _, _ = split_predicate(predicate, ours.partition_columns)
+        return [
+            a
+            for a in adds
+            if eval_partition(
+                part,
+                a.partition_values,
+                ours.schema,
+                ours.partition_columns,
+                ours.column_mapping_mode,
+            )
+            is not False
+        ]
+    return [
+        a
+        for a in adds
+        if may_match_file(
+            predicate, a, ours.schema, ours.partition_columns, ours.column_mapping_mode
         )
+    ]
+
+
+def _rule(ours: TxnView, scan: ScanRecord) -> str:
+    if not scan.deterministic:
+        return "files were added and our read predicate is non-deterministic (file level)"
+    if ours.rows is None:
+        if not ours.partition_columns:
+            return "files were added to an unpartitioned table we read (file level)"
+        return "files were added to a partition we read"
+    if ours.row_checker is not None:
+        return "rows were added that satisfy our read predicate"
+    return "files were added whose partition values and stats may match our read predicate"
+
+
+def _append_conflict(
+    winner: WinningCommit,
+    ours: TxnView,
+    hits: Sequence[AddFile],
+    predicate: Predicate,
+    rule: str,
+    report: Reporter,
+) -> None:
+    partitions = partition_labels(a.partition_values for a in hits)
+    report.fail(
+        ConcurrentAppendError,
+        "a concurrent commit added data this transaction should have read",
+        rule=rule,
+        partitions=partitions,
+        files=[a.path for a in hits],
+        hint=_append_hint(winner, ours, hits, predicate),
+    )
+
+
+def _append_hint(
+    winner: WinningCommit, ours: TxnView, hits: Sequence[AddFile], predicate: Predicate
+) -> str:
+    tips = []
+    part, _, _ = split_predicate(predicate, ours.partition_columns)
+    if ours.partition_columns and part == TRUE:
+        example = partition_predicate_example(hits[0].partition_values)
+        tips.append(
+            f"add a partition predicate such as {example} so writers in other "
+            "partitions do not conflict"
+        )
+    if winner.is_blind_append and ours.isolation is IsolationLevel.SERIALIZABLE:
+        tips.append(
+            "under WriteSerializable (delta.isolationLevel) blind INSERTs do not "
+            "conflict with this statement"
+        )
+    if ours.rows is None and not ours.partition_columns:
+        tips.append(
+            "on an unpartitioned table every concurrent change conflicts at file "
+            "level; enable deletion vectors / txsql.rowLevelConcurrency"
+        )
+    tips.append(f"retry: the statement will then see the data added by version {winner.version}")
+    return _sentence(tips)
+
+
+# --- steps 6-7: deleted files ---------------------------------------------------------------
+
+
+def _check_row_level_deletes(
+    winner: WinningCommit, ours: TxnView, paths: set[str], report: Reporter
+) -> list[Rebase]:
+    """Row-level steps 6 and 7 for the winner's decidable DV updates; return the rebases."""
+    state = ours.rows
+    if state is None or not paths:
+        return []
+    read_hits, write_hits, rebases = {}, {}, []
+    for path in sorted(paths):
+        remove, add = winner.dv_updates[path]
+        deleted = state.newly_deleted(remove, add)
+        matched = ours.read_set.rows.get(path)
+        if matched is not None and matched & deleted:
+            read_hits[path] = matched & deleted
+        if state.modifies(path):
+            mine = state.our_rows(path)
+            assert mine is not None  # decidable() guarantees it
+            if mine & deleted:
+                write_hits[path] = mine & deleted
+            rebases.append(Rebase(path, add, mine))
+    hint = (
+        f"Retry: the rows you changed were changed by version {winner.version} "
+        "(the retry will see that change)."
+    )
+    if read_hits:
+        report.fail(
+            ConcurrentDeleteReadError,
+            "a concurrent commit deleted or updated rows this transaction read",
+            rule="rows we matched were deleted by the winner (row level)",
+            partitions=partition_labels(
+                winner.dv_updates[p][1].partition_values for p in read_hits
+            ),
+            files=list(read_hits),
+            rows=read_hits,
+            hint=hint,
+        )
+    if write_hits:
+        report.fail(
+            ConcurrentDeleteDeleteError,
+            "a concurrent commit deleted or updated rows this transaction also changes",
+            rule="both transactions deleted the same rows (row level)",
+            partitions=partition_labels(
+                winner.dv_updates[p][1].partition_values for p in write_hits
+            ),
+            files=list(write_hits),
+            rows=write_hits,
+            hint=hint,
+        )
+    return rebases
+
+
+def _labels(winner: WinningCommit, paths: Iterable[str]) -> tuple[str, ...]:
+    return partition_labels(winner.dv_updates[p][1].partition_values for p in paths)
+
+
+def _check_deleted_files(
+    winner: WinningCommit, ours: TxnView, row_level: set[str], report: Reporter
+) -> None:
+    removed = {p: r for p, r in winner.removes.items() if p not in row_level}
+    if not removed:
+        return
+    read = ours.read_set
+    read_and_removed = sorted(set(removed) & read.files)
+    if read_and_removed or read.read_whole_table:
+        hit = read_and_removed or sorted(removed)
+        rule = (
+            "a file we read was removed"
+            if read_and_removed
+            else "we read the whole table and the winner removed files"
+        )
+        report.fail(
+            ConcurrentDeleteReadError,
+            "a concurrent commit removed data this transaction read",
+            rule=rule,
+            partitions=partition_labels(removed[p].partition_values for p in hit),
+            files=[removed[p].path for p in hit],
+            hint=_delete_hint(winner, ours, [removed[p] for p in hit]),
+        )
+    both = sorted(set(removed) & ours.removed_paths)
+    if both:
+        report.fail(
+            ConcurrentDeleteDeleteError,
+            "a concurrent commit removed a file this transaction also removes",
+            rule="both transactions removed the same file",
+            partitions=partition_labels(removed[p].partition_values for p in both),
+            files=[removed[p].path for p in both],
+            hint=_delete_hint(winner, ours, [removed[p] for p in both]),
+        )
+
+
+def _delete_hint(winner: WinningCommit, ours: TxnView, hit: Sequence[RemoveFile]) -> str:
+    tips = []
+    if ours.partition_columns and hit[0].partition_values:
+        example = partition_predicate_example(hit[0].partition_values)
+        tips.append(
+            f"scope the statement to its partitions (e.g. {example}) so it reads fewer files"
+        )
+    if ours.rows is None and winner.dv_updates:
+        tips.append(
+            "with deletion vectors and txsql.rowLevelConcurrency, changes to "
+            "different rows of one file do not conflict"
+        )
+    tips.append(f"retry: the statement will then read the table as of version {winner.version}")
+    return _sentence(tips)
+
+
+def _sentence(tips: Sequence[str]) -> str:
+    text = "; ".join(tips)
+    return text[:1].upper() + text[1:] + "."

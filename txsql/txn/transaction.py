@@ -1,48 +1,34 @@
-"""Optimistic transactions: pin a read snapshot, stage actions, commit with put-if-absent.
+"""Optimistic transactions: pin a read snapshot, record reads, stage actions, commit.
 
 A lost race (the version file exists) is not an error by itself: every winning commit is
 checked in version order by :mod:`txsql.txn.conflicts`; if none conflicts the staged
-actions are rebased onto the newest version and written again. Data files are never
-rewritten on retry.
+actions are rebased onto the newest version (adopting allow-listed metadata, merging
+deletion vectors row by row) and written again. Data files are never rewritten on retry
+and commitInfo keeps the original ``readVersion``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from txsql import __version__
-from txsql.errors import CommitRetriesExceededError, TransactionError, VersionExistsError
-from txsql.log import features, properties
-from txsql.log.actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile
-from txsql.log.checkpoint import should_checkpoint
-from txsql.log.codec import encode_commit
+from pyroaring import BitMap64
+
+from txsql.errors import TransactionError
+from txsql.log.actions import Action, AddFile, Metadata, SetTransaction
 from txsql.log.deltalog import DeltaLog
+from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
-from txsql.txn.conflicts import ReadSet, WinningCommit, check_winning_commit
-from txsql.txn.isolation import IsolationLevel
+from txsql.txn.conflicts import RowPredicateChecker
+from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
+from txsql.txn.readset import ReadSet, norm_path
+from txsql.txn.result import CommitResult
+from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop
+from txsql.txn.staging import StagedActions, overlay_snapshot
 
-logger = logging.getLogger(__name__)
-
-ENGINE_INFO = f"txsql/{__version__}"
-DEFAULT_MAX_ATTEMPTS = 10_000  # generous: non-conflicting writers must never give up
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    """What a successful commit wrote."""
-
-    version: int
-    read_version: int | None
-    attempts: int
-    commit_info: CommitInfo
-    actions: tuple[Action, ...]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "ENGINE_INFO", "CommitResult", "Transaction"]
 
 
 class Transaction:
@@ -51,6 +37,15 @@ class Transaction:
     Use it as a context manager: leaving the block without an exception and without an
     explicit commit rolls back (nothing is written), so a failing statement never leaves a
     trace in the log.
+
+    Args:
+        log: The table's log.
+        isolation: A level requested for this transaction (``BEGIN ISOLATION LEVEL``); it
+            can only strengthen the table's ``delta.isolationLevel``.
+        max_attempts: Bound on commit attempts (lost races) before giving up.
+        row_predicate_checker: Optional hook the Spark layer provides: given a read
+            predicate and a winner's added files, does any live row satisfy it? Without
+            it, added files whose partition values and stats may match conflict.
     """
 
     def __init__(
@@ -59,16 +54,19 @@ class Transaction:
         *,
         isolation: IsolationLevel | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        row_predicate_checker: RowPredicateChecker | None = None,
     ) -> None:
         self.log = log
         self.requested_isolation = isolation
         self.max_attempts = max(1, max_attempts)
+        self.row_predicate_checker = row_predicate_checker
         self.read_set = ReadSet()
         self.txn_id = str(uuid.uuid4())
         self._snapshot: Snapshot | None = None
         self._pinned = False
-        self._actions: list[Action] = []
+        self._staged = StagedActions()
         self._state = "open"
+        self._logged_paths: frozenset[str] | None = None
 
     # --- reads ---------------------------------------------------------------------
 
@@ -79,26 +77,112 @@ class Transaction:
             self._pinned = True
         return self._snapshot
 
+    def current_snapshot(self) -> Snapshot | None:
+        """The read snapshot with our staged actions applied (read-your-own-writes)."""
+        snapshot = self.snapshot()
+        return None if snapshot is None else overlay_snapshot(snapshot, self._staged)
+
     @property
     def read_version(self) -> int | None:
         snapshot = self.snapshot()
         return snapshot.version if snapshot else None
 
+    @property
+    def table_root(self) -> str:
+        return self.log.table_root
+
+    def require_table(self, table_root: str) -> None:
+        """Refuse a statement on another table: one table per transaction."""
+        if table_root.rstrip("/") != self.table_root.rstrip("/"):
+            raise TransactionError(
+                f"this transaction writes {self.table_root}; it cannot also use {table_root}",
+                hint="Commit or roll back first; a transaction covers one table.",
+            )
+
+    def record_scan(
+        self,
+        predicate: Predicate,
+        files: Sequence[AddFile],
+        matched_rows: Mapping[str, BitMap64] | None = None,
+    ) -> None:
+        """Record a scan: its predicate, the files read after pruning, matched rows.
+
+        Args:
+            predicate: The scan's filter (``TRUE`` for an unfiltered scan).
+            files: The files the scan read (from :meth:`snapshot` or
+                :meth:`current_snapshot`); our own staged new files are ignored.
+            matched_rows: Physical row indexes the statement matched/modified per file
+                path; files read but absent matched nothing. None: rows unknown, so
+                these files are checked at the file level.
+        """
+        self._require_open()
+        self.snapshot()
+        logged = [f for f in files if not self._is_own_new_file(f)]
+        self.read_set.record_scan(predicate, logged, matched_rows)
+
     def mark_read_whole_table(self) -> None:
+        """A read that cannot be scoped: every winner's change conflicts (file level)."""
+        self.snapshot()
         self.read_set.read_whole_table = True
 
     def mark_files_read(self, paths: Sequence[str]) -> None:
-        self.read_set.files.update(paths)
+        """Files read without a recorded predicate (treated as read with ``TRUE``)."""
+        self.snapshot()
+        self.read_set.record_paths(paths)
+
+    def read_metadata(self) -> Metadata | None:
+        """The schema and properties as this transaction sees them (recorded as read)."""
+        snapshot = self.current_snapshot()
+        self.read_set.metadata_read = True
+        return snapshot.metadata if snapshot else None
+
+    def app_version(self, app_id: str) -> int | None:
+        """The last committed version of ``app_id`` (exactly-once writers); recorded as read."""
+        snapshot = self.current_snapshot()
+        self.read_set.app_ids.add(app_id)
+        return snapshot.app_versions.get(app_id) if snapshot else None
+
+    def set_app_version(self, app_id: str, version: int) -> None:
+        """Stage ``txn(app_id, version)``; the commit is skipped if it is not newer."""
+        self._require_open()
+        self.app_version(app_id)
+        self._staged.stage([SetTransaction(app_id, version)])
+
+    def _is_own_new_file(self, f: AddFile) -> bool:
+        """A file we staged that is not in the log: no winner can touch it."""
+        path = norm_path(f.path)
+        if path not in self._staged.adds:
+            return False
+        if self._logged_paths is None:
+            snapshot = self.snapshot()
+            files = snapshot.files if snapshot else ()
+            self._logged_paths = frozenset(norm_path(s.path) for s in files)
+        return path not in self._logged_paths
 
     # --- writes --------------------------------------------------------------------
 
     def stage(self, actions: Sequence[Action]) -> None:
+        """Add actions to the commit (a later remove cancels our own staged add)."""
         self._require_open()
-        self._actions.extend(actions)
+        self.snapshot()
+        self._staged.stage(actions)
 
     @property
     def staged(self) -> tuple[Action, ...]:
-        return tuple(self._actions)
+        return self._staged.actions()
+
+    @property
+    def row_level(self) -> bool:
+        """Whether conflicts are checked row by row (``txsql.rowLevelConcurrency``)."""
+        snapshot = self.snapshot()
+        return snapshot is not None and row_level_enabled(snapshot.configuration)
+
+    @property
+    def isolation_level(self) -> IsolationLevel:
+        """The level a commit of the staged actions would be checked under."""
+        snapshot = self.snapshot()
+        conf = snapshot.configuration if snapshot else {}
+        return choose_isolation(self._staged.actions(), conf, self.requested_isolation)
 
     def commit(
         self,
@@ -106,47 +190,32 @@ class Transaction:
         parameters: Mapping[str, Any] | None = None,
         metrics: Mapping[str, Any] | None = None,
     ) -> CommitResult:
-        """Write the staged actions as the next version, retrying lost races."""
+        """Write the staged actions as the next version, checking and rebasing on races.
+
+        Raises:
+            CommitConflictError: a winning commit conflicts (a subclass says which rule).
+            CommitRetriesExceededError: more than ``max_attempts`` lost races.
+            TransactionError: the transaction is not open, or a new table lacks metadata.
+        """
         self._require_open()
-        snapshot = self.snapshot()
-        self._validate_writable(snapshot)
-        read_version = snapshot.version if snapshot else None
-        isolation = self._isolation(snapshot)
-        blind = self._is_blind_append()
-        info = CommitInfo(
-            timestamp=None,
-            operation=operation,
-            operation_parameters={k: _param(v) for k, v in (parameters or {}).items()},
-            read_version=read_version,
-            isolation_level=isolation.value,
-            is_blind_append=blind,
-            operation_metrics={k: str(v) for k, v in (metrics or {}).items()},
-            engine_info=ENGINE_INFO,
-            txn_id=self.txn_id,
-        )
-        attempt_version = 0 if read_version is None else read_version + 1
-        for attempt in range(1, self.max_attempts + 1):
-            now = int(time.time() * 1000)
-            info = replace(info, timestamp=now, in_commit_timestamp=self._ict(now, snapshot))
-            actions = (info, *self._actions)
-            try:
-                self.log.store.write_if_absent(attempt_version, encode_commit(actions))
-            except VersionExistsError:
-                winners, attempt_version = self._check_winners(attempt_version, isolation, blind)
-                if winners is None:  # our own earlier attempt landed; its response was lost
-                    return self._finish(attempt_version, read_version, attempt, info, actions)
-                snapshot = self.log.snapshot(attempt_version - 1)
-                self._validate_writable(snapshot)
-                continue
-            return self._finish(attempt_version, read_version, attempt, info, actions)
-        raise CommitRetriesExceededError(
-            f"gave up committing {operation} after {self.max_attempts} attempts"
-        )
+        loop = CommitLoop(self, operation, parameters or {}, metrics or {})
+        try:
+            result = loop.run()
+        except Exception:
+            self._state = "failed"
+            raise
+        self._state = "skipped" if result.skipped else "committed"
+        return result
 
     def rollback(self) -> None:
         """Drop the staged actions; nothing was written to the log."""
-        self._actions.clear()
+        self._staged.clear()
         self._state = "rolled back"
+
+    @property
+    def state(self) -> str:
+        """``open``, ``committed``, ``skipped``, ``rolled back`` or ``failed``."""
+        return self._state
 
     def __enter__(self) -> Transaction:
         return self
@@ -160,88 +229,13 @@ class Transaction:
         if self._state == "open":
             self.rollback()
 
-    # --- internals -------------------------------------------------------------------
-
-    def _check_winners(
-        self, attempt_version: int, isolation: IsolationLevel, blind: bool
-    ) -> tuple[list[WinningCommit] | None, int]:
-        """Check every commit from ``attempt_version`` on; return the next version to try."""
-        latest = self.log.latest_version()
-        assert latest is not None and latest >= attempt_version
-        winners = []
-        for version in range(attempt_version, latest + 1):
-            winner = WinningCommit(version, tuple(self.log.read_commit(version)))
-            info = winner.commit_info
-            if info is not None and info.txn_id == self.txn_id:
-                return None, version
-            check_winning_commit(winner, self._actions, self.read_set, isolation, blind)
-            winners.append(winner)
-        return winners, latest + 1
-
-    def _finish(
-        self,
-        version: int,
-        read_version: int | None,
-        attempts: int,
-        info: CommitInfo,
-        actions: tuple[Action, ...],
-    ) -> CommitResult:
-        self._state = "committed"
-        self._maybe_checkpoint(version)
-        return CommitResult(version, read_version, attempts, info, actions)
-
-    def _maybe_checkpoint(self, version: int) -> None:
-        try:
-            snapshot = self.log.snapshot(version)
-            if should_checkpoint(version, snapshot.configuration):
-                self.log.checkpoint(snapshot)
-        except Exception:  # a failed checkpoint never fails a landed commit
-            logger.warning("checkpoint at version %d failed", version, exc_info=True)
-
-    def _validate_writable(self, snapshot: Snapshot | None) -> None:
-        protocol = next((a for a in self._actions if isinstance(a, Protocol)), None)
-        metadata = next((a for a in self._actions if isinstance(a, Metadata)), None)
-        if snapshot is not None:
-            protocol = protocol or snapshot.protocol
-            metadata = metadata or snapshot.metadata
-        if protocol is None or metadata is None:
-            raise TransactionError(
-                "a new table's first commit needs a protocol and a metadata action",
-                hint="Create the table with CREATE TABLE first.",
-            )
-        features.check_writable(protocol, metadata)
-
-    def _isolation(self, snapshot: Snapshot | None) -> IsolationLevel:
-        if not any(getattr(a, "data_change", False) for a in self._actions) and all(
-            isinstance(a, (AddFile, RemoveFile)) for a in self._actions
-        ):
-            return IsolationLevel.SNAPSHOT_ISOLATION  # OPTIMIZE, empty commits
-        if self.requested_isolation is not None:
-            return self.requested_isolation
-        conf = snapshot.configuration if snapshot else {}
-        return IsolationLevel.parse(properties.isolation_level(conf))
-
-    def _is_blind_append(self) -> bool:
-        only_adds = all(not isinstance(a, RemoveFile) for a in self._actions)
-        return only_adds and self.read_set.is_empty
-
-    def _ict(self, now: int, snapshot: Snapshot | None) -> int | None:
-        conf = snapshot.configuration if snapshot else {}
-        staged_metadata = next((a for a in self._actions if isinstance(a, Metadata)), None)
-        if staged_metadata is not None:
-            conf = staged_metadata.configuration
-        if not properties.in_commit_timestamps_enabled(conf):
-            return None
-        previous = snapshot.commit_timestamp if snapshot else 0
-        return max(now, previous + 1)
+    @property
+    def staged_state(self) -> StagedActions:
+        """The staged actions by kind (the commit loop rewrites them when rebasing)."""
+        return self._staged
 
     def _require_open(self) -> None:
         if self._state != "open":
             raise TransactionError(
                 f"this transaction is already {self._state}", hint="Start a new transaction."
             )
-
-
-def _param(value: Any) -> str:
-    """Delta writes operationParameters values as JSON-encoded strings."""
-    return value if isinstance(value, str) else json.dumps(value)

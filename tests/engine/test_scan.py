@@ -1,0 +1,150 @@
+"""Scans of tables txsql writes: partitions, NULLs, schema evolution, DVs, row ids."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyroaring import BitMap64
+
+from txsql.dv.store import write_deletion_vectors
+from txsql.engine import scan as scan_module
+from txsql.engine.scan import resolve_path, scan_snapshot
+from txsql.engine.write import write_data_files
+from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
+from txsql.log.codec import encode_commit
+from txsql.log.deltalog import DeltaLog
+from txsql.storage.filesystem import LocalFileIO
+from txsql.storage.logstore import LogStore
+
+pytestmark = pytest.mark.spark
+
+DV_PROTOCOL = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+
+
+def field(name: str, type_: str) -> dict[str, Any]:
+    return {"name": name, "type": type_, "nullable": True, "metadata": {}}
+
+
+def make_metadata(fields: list[dict[str, Any]], partitions: tuple[str, ...] = ()) -> Metadata:
+    schema = json.dumps({"type": "struct", "fields": fields})
+    return Metadata(id="t", schema_string=schema, partition_columns=partitions,
+                    configuration={"delta.enableDeletionVectors": "true"})
+
+
+def commit(root: Path, version: int, actions: list[Any]) -> None:
+    data = encode_commit([CommitInfo(timestamp=1, operation="TEST"), *actions])
+    LogStore(str(root), LocalFileIO()).write_if_absent(version, data)
+
+
+def rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def with_dv(root: Path, add: AddFile, deleted: list[int]) -> list[Any]:
+    (descriptor,) = write_deletion_vectors(str(root), LocalFileIO(), [BitMap64(deleted)])
+    stats = json.loads(add.stats or "{}") | {"tightBounds": False}
+    new = dataclasses.replace(add, deletion_vector=descriptor, stats=json.dumps(stats))
+    return [RemoveFile(add.path, 1, True, True, add.partition_values, add.size), new]
+
+
+def test_with_row_ids_are_physical_positions(spark: Any, fixtures_dir: Path) -> None:
+    snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-small")).snapshot(1)
+    df = scan_snapshot(spark, snapshot, with_row_ids=True)
+    assert df.columns == ["value", "_file", "_row_index"]
+    (add,) = snapshot.files
+    # The file holds 0..9 in order; the DV deletes positions 0 and 9.
+    assert rows(df) == sorted(((v, add.path, v) for v in range(1, 9)), key=repr)
+
+
+def test_several_dvs_packed_in_one_file(spark: Any, fixtures_dir: Path) -> None:
+    snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
+    dvs = [f.deletion_vector for f in snapshot.files if f.deletion_vector is not None]
+    by_file: dict[str, set[int | None]] = {}
+    for dv in dvs:
+        by_file.setdefault(dv.path_or_inline_dv, set()).add(dv.offset)
+    assert max(len(offsets) for offsets in by_file.values()) > 1
+    df = scan_snapshot(spark, snapshot, with_row_ids=True)
+    assert sorted(r.value for r in df.collect()) == sorted(set(range(2000)) - {0, 180, 300, 700, 1800})
+
+
+def test_partitions_nulls_and_schema_evolution(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    meta0 = make_metadata([field("p", "string"), field("id", "long"), field("d", "date")], ("p", "d"))
+    df = spark.sql(
+        "select case when id = 2 then null else concat('a b:[', id % 2, ']') end p, id, "
+        "date_add(date'2024-02-28', cast(id % 2 as int)) d from range(4)"
+    )
+    adds = write_data_files(spark, df, str(root), meta0)
+    commit(root, 0, [Protocol(1, 2), meta0, *adds])
+    # v1 adds a column: files written before it read as NULL.
+    meta1 = dataclasses.replace(meta0, schema_string=json.dumps(
+        {"type": "struct", "fields": [field("p", "string"), field("id", "long"),
+                                      field("d", "date"), field("extra", "double")]}))
+    more = spark.sql("select 'z' p, 10L id, date'2024-01-01' d, 1.5D extra")
+    adds1 = write_data_files(spark, more, str(root), meta1)
+    commit(root, 1, [meta1, *adds1])
+    snap = DeltaLog.for_path(str(root)).snapshot()
+    out = scan_snapshot(spark, snap)
+    assert out.columns == ["p", "id", "d", "extra"]
+    assert [f.dataType.simpleString() for f in out.schema.fields] == ["string", "bigint", "date", "double"]
+    import datetime as dt
+
+    d0, d1 = dt.date(2024, 2, 28), dt.date(2024, 2, 29)
+    expected = [("a b:[0]", 0, d0, None), ("a b:[1]", 1, d1, None), (None, 2, d0, None),
+                ("a b:[1]", 3, d1, None), ("z", 10, dt.date(2024, 1, 1), 1.5)]
+    assert rows(out) == sorted(expected, key=repr)
+    null_add = next(a for a in adds if a.partition_values["p"] is None)
+    assert null_add.partition_values == {"p": None, "d": "2024-02-28"}
+    # Time travel to v0 keeps v0's schema.
+    assert scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(0)).columns == ["p", "id", "d"]
+
+
+def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long"), field("g", "integer")], ("g",))
+    adds = write_data_files(spark, spark.sql("select id, cast(id % 2 as int) g from range(20)"), str(root), meta)
+    commit(root, 0, [DV_PROTOCOL, meta, *adds])
+    target = next(a for a in adds if a.partition_values["g"] == "0")
+    physical = sorted(
+        ((r.id, r._row_index) for r in scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(), with_row_ids=True)
+         .where(f"_file = '{target.path}'").collect()), key=lambda t: t[1])
+    deleted_positions = [0, 3, len(physical) - 1]
+    commit(root, 1, with_dv(root, target, deleted_positions))
+    snap = DeltaLog.for_path(str(root)).snapshot()
+    gone = {physical[i][0] for i in deleted_positions}
+    assert rows(scan_snapshot(spark, snap)) == sorted(
+        ((i, i % 2) for i in range(20) if i not in gone), key=repr)
+    with_ids = scan_snapshot(spark, snap, with_row_ids=True).collect()
+    assert {(r.id, r._row_index) for r in with_ids if r._file == target.path} == {
+        p for i, p in enumerate(physical) if i not in deleted_positions}
+
+
+def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypatch: Any) -> None:
+    class SameCrc:
+        @staticmethod
+        def crc32(data: bytes) -> int:
+            return 7
+
+    monkeypatch.setattr(scan_module, "zlib", SameCrc)
+    snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")).snapshot(1)
+    df = scan_snapshot(spark, snapshot, with_row_ids=True)
+    expected = set(range(2000)) - {0, 180, 308, 225, 756, 1007, 1503}
+    assert sorted((r.id, r.partCol) for r in df.collect()) == sorted((i, i % 10) for i in expected)
+
+
+def test_empty_table(spark: Any, tmp_path: Path) -> None:
+    meta = make_metadata([field("id", "long"), field("p", "string")], ("p",))
+    commit(tmp_path, 0, [Protocol(1, 2), meta])
+    snap = DeltaLog.for_path(str(tmp_path)).snapshot()
+    df = scan_snapshot(spark, snap, with_row_ids=True)
+    assert df.columns == ["id", "p", "_file", "_row_index"]
+    assert df.count() == 0
+
+
+def test_resolve_path() -> None:
+    assert resolve_path("/t", "a%20b/c.parquet") == "/t/a b/c.parquet"
+    assert resolve_path("/t", "file:/x/y%25z.parquet") == "/x/y%z.parquet"

@@ -1,0 +1,215 @@
+"""Delta schemas as Spark types: the logical table schema and the physical Parquet schema.
+
+``metaData.schemaString`` is Spark's ``StructType`` JSON with logical column names. Under
+column mapping (``delta.columnMapping.mode`` ``name`` or ``id``) the Parquet files and the
+``partitionValues`` keys use each field's ``delta.columnMapping.physicalName`` instead, at every
+nesting level (struct fields inside structs, arrays and maps too). This module derives
+
+* the logical :class:`~pyspark.sql.types.StructType` a scan returns,
+* the physical read schema handed to Spark's Parquet reader, and
+* the projection that turns physical columns back into logical ones.
+
+A column created before column mapping was enabled may lack a physical name; Delta then
+uses the logical name, and so do we.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+
+from txsql.errors import SchemaError
+
+PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
+FIELD_ID_KEY = "delta.columnMapping.id"
+# Field metadata that only matters to the log; scans return clean fields.
+_INTERNAL_METADATA_PREFIXES = ("delta.columnMapping.", "parquet.field.id")
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """One top-level column of a table.
+
+    Attributes:
+        logical_name: The name users see (and the schema JSON holds).
+        physical_name: The name in Parquet files and ``partitionValues`` keys.
+        logical_type: The Spark type with logical nested field names.
+        physical_type: The same type with physical nested field names.
+        is_partition: True for partition columns (values live in the log, not the files).
+    """
+
+    logical_name: str
+    physical_name: str
+    logical_type: DataType
+    physical_type: DataType
+    is_partition: bool
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A table schema resolved for reading: logical and physical sides of every column."""
+
+    logical: StructType
+    columns: tuple[ColumnInfo, ...]
+    mapping_mode: str
+
+    @property
+    def data_columns(self) -> tuple[ColumnInfo, ...]:
+        """Columns stored in the data files, in schema order."""
+        return tuple(c for c in self.columns if not c.is_partition)
+
+    @property
+    def partition_columns(self) -> tuple[ColumnInfo, ...]:
+        """Partition columns, in schema order."""
+        return tuple(c for c in self.columns if c.is_partition)
+
+    def physical_read_schema(self) -> StructType:
+        """The schema to read the data files with (physical names, no partition columns)."""
+        return StructType(
+            [StructField(c.physical_name, c.physical_type, True) for c in self.data_columns]
+        )
+
+    def logical_data_column(self, column: ColumnInfo, source: Column | None = None) -> Column:
+        """Turn the physical data column ``column`` into its logical form.
+
+        A top-level rename is an alias; nested field names are renamed with a cast, which
+        Spark applies to structs by position (so it works inside arrays and maps too).
+        """
+        expr = source if source is not None else F.col(quote(column.physical_name))
+        if column.physical_type != column.logical_type:
+            expr = expr.cast(column.logical_type)
+        return expr.alias(column.logical_name)
+
+
+def quote(name: str) -> str:
+    """Backquote a column name for ``F.col`` (names may hold dots, spaces, backquotes).
+
+    >>> quote("a.b`c")
+    '`a.b``c`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+def logical_schema(schema_json: Mapping[str, Any]) -> StructType:
+    """The table's logical Spark schema, without Delta's internal field metadata."""
+    parsed = StructType.fromJson(dict(schema_json))
+    result = _strip_metadata(parsed)
+    assert isinstance(result, StructType)
+    return result
+
+
+def physical_type(data_type: DataType, mode: str) -> DataType:
+    """``data_type`` with every nested struct field renamed to its physical name.
+
+    Field metadata (which carries the physical names) must still be present, so pass types
+    from :meth:`StructType.fromJson`, not from :func:`logical_schema`.
+    """
+    if isinstance(data_type, StructType):
+        return StructType(
+            [
+                StructField(
+                    physical_name(f.name, f.metadata, mode),
+                    physical_type(f.dataType, mode),
+                    f.nullable,
+                )
+                for f in data_type.fields
+            ]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(physical_type(data_type.elementType, mode), data_type.containsNull)
+    if isinstance(data_type, MapType):
+        return MapType(
+            physical_type(data_type.keyType, mode),
+            physical_type(data_type.valueType, mode),
+            data_type.valueContainsNull,
+        )
+    return data_type
+
+
+def physical_name(name: str, metadata: Mapping[str, Any] | None, mode: str) -> str:
+    """The physical name of a field under column-mapping ``mode``.
+
+    >>> physical_name("v", {PHYSICAL_NAME_KEY: "col-1"}, "name")
+    'col-1'
+    >>> physical_name("v", {PHYSICAL_NAME_KEY: "col-1"}, "none")
+    'v'
+    """
+    if mode in ("name", "id") and metadata:
+        physical = metadata.get(PHYSICAL_NAME_KEY)
+        if isinstance(physical, str) and physical:
+            return physical
+    return name
+
+
+def table_schema(
+    schema_json: Mapping[str, Any], partition_columns: Sequence[str], mapping_mode: str = "none"
+) -> TableSchema:
+    """Resolve a Delta schema for reading.
+
+    Args:
+        schema_json: ``snapshot.schema_json`` (Spark StructType JSON, logical names).
+        partition_columns: Logical names of the partition columns (``metaData``).
+        mapping_mode: ``delta.columnMapping.mode`` (``none``, ``name`` or ``id``).
+
+    Returns:
+        The logical schema and, per top-level column, its physical name and types.
+
+    Raises:
+        SchemaError: If a partition column is not in the schema.
+    """
+    mode = mapping_mode.lower()
+    with_metadata = StructType.fromJson(dict(schema_json))
+    logical = logical_schema(schema_json)
+    by_lower = {p.lower() for p in partition_columns}
+    names = {f.name.lower() for f in with_metadata.fields}
+    missing = [p for p in partition_columns if p.lower() not in names]
+    if missing:
+        raise SchemaError(
+            f"partition column(s) {', '.join(missing)} are not in the table schema",
+            hint="The table's metadata is inconsistent; it was not written by a Delta writer.",
+        )
+    columns = tuple(
+        ColumnInfo(
+            logical_name=f.name,
+            physical_name=physical_name(f.name, f.metadata, mode),
+            logical_type=lf.dataType,
+            physical_type=physical_type(f.dataType, mode),
+            is_partition=f.name.lower() in by_lower,
+        )
+        for f, lf in zip(with_metadata.fields, logical.fields)
+    )
+    return TableSchema(logical, columns, mode)
+
+
+def _strip_metadata(data_type: DataType) -> DataType:
+    """Drop column-mapping metadata everywhere (users and Parquet need not see it)."""
+    if isinstance(data_type, StructType):
+        return StructType(
+            [
+                StructField(
+                    f.name,
+                    _strip_metadata(f.dataType),
+                    f.nullable,
+                    {
+                        k: v
+                        for k, v in (f.metadata or {}).items()
+                        if not k.startswith(_INTERNAL_METADATA_PREFIXES)
+                    },
+                )
+                for f in data_type.fields
+            ]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_strip_metadata(data_type.elementType), data_type.containsNull)
+    if isinstance(data_type, MapType):
+        return MapType(
+            _strip_metadata(data_type.keyType),
+            _strip_metadata(data_type.valueType),
+            data_type.valueContainsNull,
+        )
+    return data_type

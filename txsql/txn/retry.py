@@ -1,0 +1,208 @@
+"""The commit loop: put-if-absent, and on a lost race check, rebase and retry.
+
+Delta Spark's ``doCommitRetryIteratively``: every winning commit is read in version order
+and checked against the (possibly already rebased) transaction; a winner carrying our own
+``txnId`` means an earlier attempt landed and only its response was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from txsql import __version__
+from txsql.errors import CommitRetriesExceededError, TransactionError, VersionExistsError
+from txsql.log import features, properties
+from txsql.log.actions import Action, CommitInfo, Metadata, Protocol, SetTransaction
+from txsql.log.checkpoint import should_checkpoint
+from txsql.log.codec import encode_commit
+from txsql.log.schema import parse_schema
+from txsql.log.snapshot import Snapshot
+from txsql.txn.conflicts import TxnView, check_winning_commit
+from txsql.txn.isolation import choose_isolation, is_blind_append, row_level_enabled
+from txsql.txn.readset import norm_path
+from txsql.txn.result import CommitResult
+from txsql.txn.rowlevel import RowLevelState, apply_rebases
+from txsql.txn.winner import WinningCommit
+
+if TYPE_CHECKING:
+    from txsql.txn.transaction import Transaction
+
+logger = logging.getLogger(__name__)
+
+ENGINE_INFO = f"txsql/{__version__}"
+DEFAULT_MAX_ATTEMPTS = 10_000  # generous: non-conflicting writers must never give up
+
+
+class CommitLoop:
+    """One ``Transaction.commit`` call: prepare, then attempt until landed or in conflict."""
+
+    def __init__(
+        self,
+        txn: Transaction,
+        operation: str,
+        parameters: Mapping[str, Any],
+        metrics: Mapping[str, Any],
+    ) -> None:
+        self.txn = txn
+        self.log = txn.log
+        self.staged = txn.staged_state
+        self.snapshot = txn.snapshot()
+        self.operation = operation
+        self.parameters = {k: _param(v) for k, v in parameters.items()}
+        self.metrics = {k: str(v) for k, v in metrics.items()}
+        self.rebased: set[str] = set()
+        self.winners: list[int] = []
+
+    def run(self) -> CommitResult:
+        snapshot = self.snapshot
+        protocol, metadata = self._protocol_and_metadata()
+        features.check_writable(protocol, metadata)
+        read_version = snapshot.version if snapshot else None
+        conf = snapshot.configuration if snapshot else metadata.configuration
+        actions = self.staged.actions()
+        isolation = choose_isolation(actions, conf, self.txn.requested_isolation)
+        blind = is_blind_append(actions, self.txn.read_set.is_empty)
+        info = CommitInfo(
+            operation=self.operation,
+            operation_parameters=self.parameters,
+            read_version=read_version,
+            isolation_level=isolation.value,
+            is_blind_append=blind,
+            operation_metrics=self.metrics,
+            engine_info=ENGINE_INFO,
+            txn_id=self.txn.txn_id,
+        )
+        if snapshot is not None and self._already_committed(snapshot.app_versions):
+            return self._result(snapshot.version, 0, info, (), skipped=True)
+        rows = None
+        if snapshot is not None and row_level_enabled(conf):
+            rows = RowLevelState(
+                self.log.table_root,
+                self.log.store.fs,
+                {norm_path(f.path): f for f in snapshot.files},
+                dict(self.staged.removes),
+                dict(self.staged.adds),
+            )
+        view = TxnView(
+            actions=actions,
+            read_set=self.txn.read_set,
+            isolation=isolation,
+            blind_append=blind,
+            schema=parse_schema((snapshot.metadata if snapshot else metadata).schema_string),
+            partition_columns=(snapshot.metadata if snapshot else metadata).partition_columns,
+            protocol=protocol,
+            metadata=metadata,
+            rows=rows,
+            row_checker=self.txn.row_predicate_checker,
+            column_mapping_mode=properties.column_mapping_mode(conf),
+        )
+        last_timestamp = snapshot.commit_timestamp if snapshot else 0
+        version = 0 if read_version is None else read_version + 1
+        for attempt in range(1, self.txn.max_attempts + 1):
+            now = int(time.time() * 1000)
+            ict = max(now, last_timestamp + 1) if self._ict_enabled(view) else None
+            info = replace(info, timestamp=now, in_commit_timestamp=ict)
+            written = (info, *self.staged.actions())
+            try:
+                self.log.store.write_if_absent(version, encode_commit(written))
+            except VersionExistsError:
+                pass
+            else:
+                self._maybe_checkpoint(version)
+                return self._result(version, attempt, info, written)
+            latest = self.log.latest_version()
+            if latest is None or latest < version:
+                continue  # the file vanished (log cleanup?): simply try the version again
+            for v in range(version, latest + 1):
+                winner = WinningCommit(v, tuple(self.log.read_commit(v)))
+                if winner.txn_id == self.txn.txn_id:
+                    return self._result(v, attempt, info, winner.actions)  # response lost
+                if self._winner_committed_our_app_version(winner):
+                    return self._result(v, attempt, info, (), skipped=True)
+                view.actions = self.staged.actions()
+                outcome = check_winning_commit(winner, view)
+                view.protocol, view.metadata = outcome.protocol, outcome.metadata
+                if rows is not None:
+                    if outcome.rebases:
+                        apply_rebases(rows, outcome.rebases, self.staged.removes, self.staged.adds)
+                        self.rebased.update(r.path for r in outcome.rebases)
+                    rows.advance(winner)
+                self.winners.append(v)
+                last_timestamp = max(last_timestamp, _timestamp(winner))
+            version = latest + 1
+        raise CommitRetriesExceededError(
+            f"gave up committing {self.operation} after {self.txn.max_attempts} attempts"
+        )
+
+    def _protocol_and_metadata(self) -> tuple[Protocol, Metadata]:
+        staged = self.staged.actions()
+        protocol = next((a for a in staged if isinstance(a, Protocol)), None)
+        metadata = next((a for a in staged if isinstance(a, Metadata)), None)
+        if self.snapshot is not None:
+            protocol = protocol or self.snapshot.protocol
+            metadata = metadata or self.snapshot.metadata
+        if protocol is None or metadata is None:
+            raise TransactionError(
+                "a new table's first commit needs a protocol and a metadata action",
+                hint="Create the table with CREATE TABLE first.",
+            )
+        return protocol, metadata
+
+    def _already_committed(self, app_versions: Mapping[str, int]) -> bool:
+        """Exactly-once: a staged (appId, version) not newer than the recorded one."""
+        return any(
+            app_versions.get(app, -1) >= version
+            for app, version in self.staged.app_versions().items()
+        )
+
+    def _winner_committed_our_app_version(self, winner: WinningCommit) -> bool:
+        theirs = {t.app_id: t.version for t in winner.of_type(SetTransaction)}
+        return self._already_committed(theirs)
+
+    def _ict_enabled(self, view: TxnView) -> bool:
+        return properties.in_commit_timestamps_enabled(view.metadata.configuration)
+
+    def _result(
+        self,
+        version: int,
+        attempts: int,
+        info: CommitInfo,
+        actions: tuple[Action, ...],
+        skipped: bool = False,
+    ) -> CommitResult:
+        return CommitResult(
+            version=version,
+            read_version=info.read_version,
+            attempts=attempts,
+            commit_info=info,
+            actions=actions,
+            skipped=skipped,
+            isolation_level=info.isolation_level,
+            rebased_files=tuple(sorted(self.rebased)),
+            winners=tuple(self.winners),
+        )
+
+    def _maybe_checkpoint(self, version: int) -> None:
+        try:
+            snapshot: Snapshot = self.log.snapshot(version)
+            if should_checkpoint(version, snapshot.configuration):
+                self.log.checkpoint(snapshot)
+        except Exception:  # a failed checkpoint never fails a landed commit
+            logger.warning("checkpoint at version %d failed", version, exc_info=True)
+
+
+def _timestamp(winner: WinningCommit) -> int:
+    info = winner.commit_info
+    if info is None:
+        return 0
+    return info.in_commit_timestamp or info.timestamp or 0
+
+
+def _param(value: Any) -> str:
+    """Delta writes operationParameters values as JSON-encoded strings."""
+    return value if isinstance(value, str) else json.dumps(value)

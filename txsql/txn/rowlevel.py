@@ -1,0 +1,177 @@
+"""Row-level conflict resolution on deletion vectors (txsql's refinement of Delta's rules).
+
+When a winner replaced ``(F, dvA)`` by ``(F, dvB)`` its newly deleted rows are
+``dvB - dvA``. We conflict only if those rows intersect rows we matched (read set) or
+modified (our own DV on F, ``dvC - dvA``). Otherwise we *rebase*: write a fresh DV
+``dvB | ours`` and commit ``remove(F, dvB)`` + ``add(F, dvB | ours)``. Whatever cannot be
+decided row by row (a scan that reported no rows, a file rewritten rather than given a DV,
+missing stats) is left to Delta's file-level rules by :meth:`RowLevelState.decidable`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from pyroaring import BitMap64
+
+from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.dv.store import read_deletion_vector, write_deletion_vectors
+from txsql.log.actions import AddFile, RemoveFile
+from txsql.storage.filesystem import FileIO
+from txsql.txn.readset import ReadSet
+from txsql.txn.winner import WinningCommit
+
+
+def num_records(stats: str | None) -> int | None:
+    """``numRecords`` (physical rows) from a stats string, if present."""
+    if not stats:
+        return None
+    try:
+        value = json.loads(stats).get("numRecords")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def loosen_stats(stats: str | None) -> str | None:
+    """The same stats marked ``tightBounds: false`` (required for adds carrying a DV)."""
+    if not stats:
+        return stats
+    try:
+        obj = json.loads(stats)
+    except ValueError:
+        return stats
+    obj["tightBounds"] = False
+    return json.dumps(obj, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Rebase:
+    """One file we modified that the winner also gave a new DV to, without overlap."""
+
+    path: str
+    winner_add: AddFile
+    our_rows: BitMap64
+
+
+class RowLevelState:
+    """Per-file row knowledge of one committing transaction, kept across winners.
+
+    Args:
+        table_root: Where ``u`` DV files live (and new ones are written).
+        fs: File access for DV files.
+        read_files: The read snapshot's live files by normalized path.
+        removes: Our staged removes by normalized path, as first staged.
+        adds: Our staged adds by normalized path, as first staged.
+    """
+
+    def __init__(
+        self,
+        table_root: str,
+        fs: FileIO,
+        read_files: Mapping[str, AddFile],
+        removes: Mapping[str, RemoveFile],
+        adds: Mapping[str, AddFile],
+    ) -> None:
+        self.table_root = table_root
+        self.fs = fs
+        # The DV id each live path has in the state we are (re)based on.
+        self.base: dict[str, str | None] = {p: f.dv_id for p, f in read_files.items()}
+        self._read_files = dict(read_files)
+        self._removes = dict(removes)
+        self._adds = dict(adds)
+        self._bitmaps: dict[str, BitMap64] = {}
+        self._ours: dict[str, BitMap64 | None] = {}
+
+    def load(self, dv: DeletionVectorDescriptor | None) -> BitMap64:
+        """The rows ``dv`` deletes (empty for no DV), cached by DV id."""
+        if dv is None:
+            return BitMap64()
+        cached = self._bitmaps.get(dv.unique_id)
+        if cached is None:
+            cached = read_deletion_vector(dv, self.table_root, self.fs)
+            self._bitmaps[dv.unique_id] = cached
+        return cached
+
+    def remember(self, dv: DeletionVectorDescriptor, rows: BitMap64) -> None:
+        """Cache a DV we just wrote, so a later winner need not read it back."""
+        self._bitmaps[dv.unique_id] = rows
+
+    def modifies(self, path: str) -> bool:
+        return path in self._removes
+
+    def our_rows(self, path: str) -> BitMap64 | None:
+        """Rows of ``path`` our staged actions delete (None: not knowable row by row)."""
+        if path not in self._ours:
+            self._ours[path] = self._compute_our_rows(path)
+        return self._ours[path]
+
+    def _compute_our_rows(self, path: str) -> BitMap64 | None:
+        remove = self._removes.get(path)
+        if remove is None:
+            return BitMap64()
+        add = self._adds.get(path)
+        old = self.load(remove.deletion_vector)
+        if add is not None:
+            if add.deletion_vector is None:
+                return None  # rewritten in place without a DV: not a merge-on-read change
+            return self.load(add.deletion_vector) - old
+        known = self._read_files.get(path)
+        total = num_records(remove.stats) or num_records(known.stats if known else None)
+        if total is None:
+            return None
+        everything = BitMap64()
+        everything.add_range(0, total)
+        return everything - old
+
+    def decidable(self, read_set: ReadSet, path: str, remove: RemoveFile) -> bool:
+        """Whether the winner's DV update of ``path`` can be judged row by row."""
+        if read_set.read_whole_table or path not in self.base:
+            return False
+        if self.base[path] != remove.dv_id:
+            return False  # the winner started from a DV we do not know about
+        if path in read_set.files and not read_set.rows_known(path):
+            return False
+        return not (self.modifies(path) and self.our_rows(path) is None)
+
+    def newly_deleted(self, remove: RemoveFile, add: AddFile) -> BitMap64:
+        return self.load(add.deletion_vector) - self.load(remove.deletion_vector)
+
+    def advance(self, winner: WinningCommit) -> None:
+        """Move our base past a winner we were not in conflict with."""
+        for path in winner.removes:
+            self.base.pop(path, None)
+        for path, add in winner.adds.items():
+            self.base[path] = add.dv_id
+
+
+def apply_rebases(
+    state: RowLevelState,
+    rebases: list[Rebase],
+    removes: dict[str, RemoveFile],
+    adds: dict[str, AddFile],
+) -> None:
+    """Rewrite our staged actions for each rebased file (writes one new DV file).
+
+    ``removes``/``adds`` are the transaction's staged actions by path, updated in place:
+    ``remove(F, dvB)`` plus ``add(F, dvB | ours)``, or only the remove when the union
+    deletes every row of F. Data files are never rewritten.
+    """
+    merged: list[tuple[str, BitMap64]] = []
+    for r in rebases:
+        remove = removes[r.path]
+        removes[r.path] = replace(remove, deletion_vector=r.winner_add.deletion_vector)
+        rows = state.load(r.winner_add.deletion_vector) | r.our_rows
+        ours = adds.get(r.path)
+        total = num_records(r.winner_add.stats) or num_records(ours.stats if ours else None)
+        if ours is None or (total is not None and len(rows) >= total):
+            adds.pop(r.path, None)
+            continue
+        merged.append((r.path, rows))
+    descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
+    for (path, rows), dv in zip(merged, descriptors):
+        ours = adds[path]
+        adds[path] = replace(ours, deletion_vector=dv, stats=loosen_stats(ours.stats))
+        state.remember(dv, rows)

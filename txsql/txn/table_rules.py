@@ -1,0 +1,161 @@
+"""Steps 1-4 of the checker: protocol, metadata, domain metadata and app ids.
+
+These rules look at table-wide state, not at files: a winner that upgraded the protocol
+or flipped an allow-listed property (``delta.enableDeletionVectors=true``) is adopted;
+anything else that changes the table's shape fails every concurrent writer, as in Delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from txsql.errors import (
+    ConcurrentTransactionError,
+    MetadataChangedError,
+    ProtocolChangedError,
+    UnsupportedFeatureError,
+)
+from txsql.log import features
+from txsql.log.actions import Action, DomainMetadata, Metadata, Protocol, SetTransaction
+from txsql.txn.explain import Reporter
+from txsql.txn.winner import WinningCommit
+
+# Keys a concurrent commit may add or change without failing us, with the values allowed
+# (None: any value). Delta Spark's allow-list, minus what txsql cannot write anyway
+# (column mapping, row tracking): those fail on re-validation instead.
+ALLOWED_PROPERTY_CHANGES: dict[str, frozenset[str] | None] = {
+    "delta.enableDeletionVectors": frozenset({"true"}),
+    "delta.enableInCommitTimestamps": frozenset({"true"}),
+    "delta.inCommitTimestampEnablementVersion": None,
+    "delta.inCommitTimestampEnablementTimestamp": None,
+    "delta.checkpointPolicy": frozenset({"v2"}),
+}
+_ROW_TRACKING_DOMAIN = "delta.rowTracking"
+
+
+def check_protocol(
+    winner: WinningCommit,
+    ours: Sequence[Action],
+    current: Protocol,
+    metadata: Metadata,
+    report: Reporter,
+) -> Protocol:
+    """Step 1: return the protocol to commit against (the winner's, if it upgraded it)."""
+    theirs = winner.protocol
+    if theirs is None:
+        return current
+    if any(isinstance(a, Protocol) for a in ours):
+        report.fail(
+            ProtocolChangedError,
+            "the table protocol was changed concurrently while this transaction changes it too",
+            rule="both transactions changed the protocol",
+            hint="Two CREATE TABLEs or upgrades raced; re-run yours against the new table "
+            "(CREATE TABLE IF NOT EXISTS skips an existing table).",
+        )
+    dropped = (features.reader_features(current) - features.reader_features(theirs)) | (
+        features.writer_features(current) - features.writer_features(theirs)
+    )
+    if dropped:
+        report.fail(
+            ProtocolChangedError,
+            f"the table protocol dropped feature(s) {', '.join(sorted(dropped))} concurrently",
+            rule="the winner removed table features",
+            hint="Re-run the statement; it will read the table with its new protocol.",
+        )
+    try:
+        features.check_writable(theirs, winner.metadata or metadata)
+    except UnsupportedFeatureError as exc:
+        report.fail(
+            ProtocolChangedError,
+            f"the table was upgraded concurrently to a protocol txsql cannot write ({exc.message})",
+            rule="the winner upgraded the protocol beyond what txsql writes",
+            hint=exc.hint,
+        )
+    return theirs
+
+
+def check_metadata(
+    winner: WinningCommit,
+    ours: Sequence[Action],
+    current: Metadata,
+    protocol: Protocol,
+    report: Reporter,
+) -> Metadata:
+    """Step 2: return the metadata to commit against (the winner's, if allow-listed)."""
+    theirs = winner.metadata
+    if theirs is None:
+        return current
+    if any(isinstance(a, Metadata) for a in ours):
+        report.fail(
+            MetadataChangedError,
+            "the table schema or properties were changed concurrently while this transaction "
+            "changes them too",
+            rule="both transactions changed the metadata",
+            hint="Re-run the ALTER/CREATE after the other change; it will start from it.",
+        )
+    problem = _disallowed_change(current, theirs)
+    if problem:
+        report.fail(
+            MetadataChangedError,
+            f"the table metadata was changed concurrently ({problem})",
+            rule="the winner changed the schema or a table property",
+            hint="Re-run the statement: it will read the new schema and properties. Run "
+            "schema changes when no writer is active to avoid this.",
+        )
+    try:
+        features.check_writable(protocol, theirs)
+    except UnsupportedFeatureError as exc:
+        report.fail(
+            MetadataChangedError,
+            f"the table was changed concurrently to use a feature txsql cannot write "
+            f"({exc.message})",
+            rule="the winner enabled a feature txsql does not write",
+            hint=exc.hint,
+        )
+    return theirs
+
+
+def _disallowed_change(old: Metadata, new: Metadata) -> str | None:
+    """Why ``old`` -> ``new`` is not an allow-listed change, or None if it is."""
+    same_shape = replace(new, configuration=old.configuration) == old
+    if not same_shape:
+        return "schema, partitioning, name or description changed"
+    removed = sorted(set(old.configuration) - set(new.configuration))
+    if removed:
+        return f"property {', '.join(removed)} was unset"
+    for key, value in new.configuration.items():
+        if old.configuration.get(key) == value:
+            continue
+        allowed = ALLOWED_PROPERTY_CHANGES.get(key, frozenset())
+        if allowed is not None and value.strip().lower() not in allowed:
+            return f"property {key} was set to {value!r}"
+    return None
+
+
+def check_domains(winner: WinningCommit, ours: Sequence[Action], report: Reporter) -> None:
+    """Step 3: both commits writing one metadata domain conflict (row tracking excepted)."""
+    mine = {a.domain for a in ours if isinstance(a, DomainMetadata)}
+    clash = sorted(
+        (mine & {d.domain for d in winner.of_type(DomainMetadata)}) - {_ROW_TRACKING_DOMAIN}
+    )
+    if clash:
+        report.fail(
+            ConcurrentTransactionError,
+            f"metadata domain {', '.join(clash)} was written concurrently",
+            rule="both transactions wrote the same metadata domain",
+            hint="Re-run the statement; it will start from the other writer's domain value.",
+        )
+
+
+def check_app_ids(winner: WinningCommit, read_app_ids: set[str], report: Reporter) -> None:
+    """Step 4: a winner writing an app id we looked up means another run of our writer."""
+    clash = sorted(read_app_ids & {t.app_id for t in winner.of_type(SetTransaction)})
+    if clash:
+        report.fail(
+            ConcurrentTransactionError,
+            f"application id {', '.join(clash)} committed concurrently",
+            rule="both transactions used the same application id",
+            hint="Another run of this idempotent writer (same app id, e.g. the same stream "
+            "checkpoint) committed first; make sure only one runs at a time, then retry.",
+        )

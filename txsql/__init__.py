@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from txsql import errors
 
 __version__ = "0.1.0"
-__all__ = ["Result", "Session", "Table", "__version__", "errors"]
+__all__ = ["Result", "Session", "Table", "__version__", "errors", "load_ipython_extension"]
 
 if TYPE_CHECKING:
     from txsql.result import Result
@@ -30,3 +30,10 @@ def __getattr__(name: str) -> Any:
 
         return Result
     raise AttributeError(f"module 'txsql' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext txsql``: register the ``%%txsql`` and ``%txsql`` magics."""
+    from txsql.magics import register
+
+    register(ipython)

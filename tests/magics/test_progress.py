@@ -70,3 +70,14 @@ def test_cancel_falls_back_when_interrupt_fails() -> None:
     spark.interruptAll = broken
     cancel_spark_jobs(spark)
     assert spark.calls == ["cancel"]
+
+
+@pytest.mark.spark
+def test_progress_polls_a_real_classic_session(spark: Any) -> None:
+    display = FakeDisplay()
+    with Progress(spark, "SELECT", display=display, delay=0, interval=0.01) as p:
+        p.phase("fetch rows")
+        spark.range(200_000).selectExpr("sum(id)").collect()
+        time.sleep(0.05)
+    assert display.shown and display.cleared
+    assert display.shown[-1].startswith("⏳ SELECT · fetch rows · ")

@@ -32,11 +32,13 @@ cost from files no DELETE touched. See ``benchmarks/scan.py`` for the end-to-end
 from __future__ import annotations
 
 import os
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -194,18 +196,66 @@ def _drop_deleted(
             ),
         }
     )
-    source = spark.createDataFrame(descriptors)
-    tasks = min(len(files) // _DVS_PER_TASK + 1, 64)
-    if tasks > 1:
-        source = source.repartition(tasks)
+    cache_key = (id(spark), root, long_keys, tuple((f.spark_path, f.add.dv_id) for f in files))
+    rows = _DV_CACHE.get(cache_key)
+    if rows is None:
+        source = spark.createDataFrame(descriptors)
+        tasks = min(len(files) // _DVS_PER_TASK + 1, 64)
+        if tasks > 1:
+            source = source.repartition(tasks)
+        if long_keys:
+            out = StructType([StructField("k", LongType(), False)])
+        else:
+            out = StructType(
+                [StructField("p", StringType(), False), StructField("r", LongType(), False)]
+            )
+        rows = source.mapInArrow(_expander(root, long_keys), out)
+        cardinality = sum(f.add.deletion_vector.cardinality for f in files)  # type: ignore[union-attr]
+        rows = _DV_CACHE.put(cache_key, rows, cardinality)
     if long_keys:
-        out = StructType([StructField("k", LongType(), False)])
-        rows = source.mapInArrow(_expander(root, True), out)
         return df.join(F.broadcast(rows), F.col("k") == _row_key(), "left_anti")
-    out = StructType([StructField("p", StringType(), False), StructField("r", LongType(), False)])
-    rows = source.mapInArrow(_expander(root, False), out)
     cond = (F.col(_KEY) == F.col("p")) & (F.col(_ROW) == F.col("r"))
     return df.join(F.broadcast(rows), cond, "left_anti")
+
+
+class _DeletedRowsCache:
+    """Expanded DV keys of recent scans, cached in Spark memory.
+
+    DV files are immutable and named by their descriptors, so a (session, file, DV id) set
+    always expands to the same rows. Caching skips the Python expansion stage (0.4-0.6 s on
+    ``local[2]``) when a notebook queries the same table version again. Bounded by entries
+    and by deleted rows (8-16 bytes each in the cache).
+    """
+
+    def __init__(self, max_entries: int = 16, max_rows: int = 20_000_000) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], tuple[DataFrame, int]] = OrderedDict()
+        self._max_entries = max_entries
+        self._max_rows = max_rows
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> DataFrame | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: tuple[Any, ...], rows: DataFrame, count: int) -> DataFrame:
+        if count > self._max_rows:
+            return rows
+        cached = rows.cache()
+        with self._lock:
+            self._entries[key] = (cached, count)
+            while len(self._entries) > self._max_entries or (
+                sum(n for _, n in self._entries.values()) > self._max_rows
+            ):
+                _, (old, _) = self._entries.popitem(last=False)
+                old.unpersist()
+        return cached
+
+
+_DV_CACHE = _DeletedRowsCache()
 
 
 def _row_key() -> Column:

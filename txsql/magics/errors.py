@@ -57,10 +57,6 @@ def as_cell_error(error: TxSqlError, lines: Sequence[str]) -> TxSqlError:
     return wrapped
 
 
-def is_cell_error(error: BaseException) -> bool:
-    return isinstance(error, CellErrorMixin)
-
-
 @contextlib.contextmanager
 def quiet_spark_error_logs() -> Iterator[None]:
     """Silence PySpark's JSON dump of every SQL error while a magic runs.

@@ -176,8 +176,7 @@ class Progress:
             self._stop.wait(self.interval)
 
     def _watch_connect(self) -> None:
-        register = getattr(type(self.spark), "registerProgressHandler", None)
-        if register is None or not hasattr(self.spark, "client"):
+        if not type(self.spark).__module__.startswith("pyspark.sql.connect"):
             return  # classic sessions raise ONLY_SUPPORTED_WITH_SPARK_CONNECT; poll instead
 
         def handler(stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:

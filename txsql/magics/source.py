@@ -70,13 +70,3 @@ class SqlSource:
             pad = "".join("\t" if ch == "\t" else " " for ch in text[: column - 1])
             out.append(blank + pad + "^")
         return out
-
-    def statement_index(self, line: int | None, starts: list[int]) -> int | None:
-        """1-based index of the statement containing SQL line ``line``, given start lines."""
-        if line is None or not starts:
-            return None
-        index = 0
-        for i, start in enumerate(starts):
-            if start <= line:
-                index = i
-        return index + 1

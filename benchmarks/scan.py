@@ -23,30 +23,44 @@ from pyroaring import BitMap64
 
 os.environ.setdefault("TXSQL_DRIVER_MEMORY", "4g")
 
-from txsql.dv.store import write_deletion_vectors  # noqa: E402
-from txsql.engine.scan import resolve_path, scan_snapshot  # noqa: E402
-from txsql.engine.spark import local_session  # noqa: E402
-from txsql.engine.write import write_data_files  # noqa: E402
-from txsql.log.actions import CommitInfo, Metadata, Protocol, RemoveFile  # noqa: E402
-from txsql.log.codec import encode_commit  # noqa: E402
-from txsql.log.deltalog import DeltaLog  # noqa: E402
-from txsql.storage.filesystem import LocalFileIO  # noqa: E402
-from txsql.storage.logstore import LogStore  # noqa: E402
+from txsql.dv.store import write_deletion_vectors
+from txsql.engine.scan import resolve_path, scan_snapshot
+from txsql.engine.spark import local_session
+from txsql.engine.write import write_data_files
+from txsql.log.actions import CommitInfo, Metadata, Protocol, RemoveFile
+from txsql.log.codec import encode_commit
+from txsql.log.deltalog import DeltaLog
+from txsql.storage.filesystem import LocalFileIO
+from txsql.storage.logstore import LogStore
 
 REPEAT = 5
 
 
 def build(spark: Any, root: str, rows: int, files: int) -> None:
-    df = spark.range(rows).selectExpr(
-        "id", "rand(7) * 100 as value", "concat('name-', id % 1000) as name"
-    ).repartition(files)
-    meta = Metadata(id="bench", schema_string=df.schema.json(),
-                    configuration={"delta.enableDeletionVectors": "true"})
+    df = (
+        spark.range(rows)
+        .selectExpr("id", "rand(7) * 100 as value", "concat('name-', id % 1000) as name")
+        .repartition(files)
+    )
+    meta = Metadata(
+        id="bench",
+        schema_string=df.schema.json(),
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
     adds = write_data_files(spark, df, root, meta)
     store = LogStore(root, LocalFileIO())
     protocol = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
-    store.write_if_absent(0, encode_commit([CommitInfo(timestamp=int(time.time() * 1000),
-                                                        operation="WRITE"), protocol, meta, *adds]))
+    store.write_if_absent(
+        0,
+        encode_commit(
+            [
+                CommitInfo(timestamp=int(time.time() * 1000), operation="WRITE"),
+                protocol,
+                meta,
+                *adds,
+            ]
+        ),
+    )
     rng = np.random.default_rng(0)
     bitmaps = []
     for add in adds:
@@ -57,8 +71,11 @@ def build(spark: Any, root: str, rows: int, files: int) -> None:
     now = int(time.time() * 1000)
     for add, dv in zip(adds, descriptors):
         stats = json.loads(add.stats or "{}") | {"tightBounds": False}
-        actions.append(RemoveFile(add.path, now, True, True, add.partition_values, add.size,
-                                  deletion_vector=None))
+        actions.append(
+            RemoveFile(
+                add.path, now, True, True, add.partition_values, add.size, deletion_vector=None
+            )
+        )
         actions.append(dataclasses.replace(add, deletion_vector=dv, stats=json.dumps(stats)))
     store.write_if_absent(1, encode_commit(actions))
 
@@ -84,8 +101,10 @@ def main() -> None:
         root = os.path.join(tmp, "t")
         t0 = time.perf_counter()
         build(spark, root, rows, files)
-        print(f"built {rows:,} rows in {files} files with 1 % deleted: "
-              f"{time.perf_counter() - t0:.1f} s")
+        print(
+            f"built {rows:,} rows in {files} files with 1 % deleted: "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
         snapshot = DeltaLog.for_path(root).snapshot()
         paths = [resolve_path(root, f.path) for f in snapshot.files]
 
@@ -104,8 +123,12 @@ def main() -> None:
         timed(plain_count)  # warm the JVM before measuring anything
         print(f"{'query':18} {'first s':>8} {'best s':>8}  result")
         results = {}
-        for name, fn in [("plain count", plain_count), ("txsql count", txsql_count),
-                         ("plain sum", plain_sum), ("txsql sum", txsql_sum)]:
+        for name, fn in [
+            ("plain count", plain_count),
+            ("txsql count", txsql_count),
+            ("plain sum", plain_sum),
+            ("txsql sum", txsql_sum),
+        ]:
             first, best, value = timed(fn)
             results[name] = best
             print(f"{name:18} {first:8.3f} {best:8.3f}  {value}")

@@ -31,8 +31,12 @@ def field(name: str, type_: str) -> dict[str, Any]:
 
 def make_metadata(fields: list[dict[str, Any]], partitions: tuple[str, ...] = ()) -> Metadata:
     schema = json.dumps({"type": "struct", "fields": fields})
-    return Metadata(id="t", schema_string=schema, partition_columns=partitions,
-                    configuration={"delta.enableDeletionVectors": "true"})
+    return Metadata(
+        id="t",
+        schema_string=schema,
+        partition_columns=partitions,
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
 
 
 def commit(root: Path, version: int, actions: list[Any]) -> None:
@@ -68,12 +72,16 @@ def test_several_dvs_packed_in_one_file(spark: Any, fixtures_dir: Path) -> None:
         by_file.setdefault(dv.path_or_inline_dv, set()).add(dv.offset)
     assert max(len(offsets) for offsets in by_file.values()) > 1
     df = scan_snapshot(spark, snapshot, with_row_ids=True)
-    assert sorted(r.value for r in df.collect()) == sorted(set(range(2000)) - {0, 180, 300, 700, 1800})
+    assert sorted(r.value for r in df.collect()) == sorted(
+        set(range(2000)) - {0, 180, 300, 700, 1800}
+    )
 
 
 def test_partitions_nulls_and_schema_evolution(spark: Any, tmp_path: Path) -> None:
     root = tmp_path / "t"
-    meta0 = make_metadata([field("p", "string"), field("id", "long"), field("d", "date")], ("p", "d"))
+    meta0 = make_metadata(
+        [field("p", "string"), field("id", "long"), field("d", "date")], ("p", "d")
+    )
     df = spark.sql(
         "select case when id = 2 then null else concat('a b:[', id % 2, ']') end p, id, "
         "date_add(date'2024-02-28', cast(id % 2 as int)) d from range(4)"
@@ -81,46 +89,83 @@ def test_partitions_nulls_and_schema_evolution(spark: Any, tmp_path: Path) -> No
     adds = write_data_files(spark, df, str(root), meta0)
     commit(root, 0, [Protocol(1, 2), meta0, *adds])
     # v1 adds a column: files written before it read as NULL.
-    meta1 = dataclasses.replace(meta0, schema_string=json.dumps(
-        {"type": "struct", "fields": [field("p", "string"), field("id", "long"),
-                                      field("d", "date"), field("extra", "double")]}))
+    meta1 = dataclasses.replace(
+        meta0,
+        schema_string=json.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    field("p", "string"),
+                    field("id", "long"),
+                    field("d", "date"),
+                    field("extra", "double"),
+                ],
+            }
+        ),
+    )
     more = spark.sql("select 'z' p, 10L id, date'2024-01-01' d, 1.5D extra")
     adds1 = write_data_files(spark, more, str(root), meta1)
     commit(root, 1, [meta1, *adds1])
     snap = DeltaLog.for_path(str(root)).snapshot()
     out = scan_snapshot(spark, snap)
     assert out.columns == ["p", "id", "d", "extra"]
-    assert [f.dataType.simpleString() for f in out.schema.fields] == ["string", "bigint", "date", "double"]
+    assert [f.dataType.simpleString() for f in out.schema.fields] == [
+        "string",
+        "bigint",
+        "date",
+        "double",
+    ]
     import datetime as dt
 
     d0, d1 = dt.date(2024, 2, 28), dt.date(2024, 2, 29)
-    expected = [("a b:[0]", 0, d0, None), ("a b:[1]", 1, d1, None), (None, 2, d0, None),
-                ("a b:[1]", 3, d1, None), ("z", 10, dt.date(2024, 1, 1), 1.5)]
+    expected = [
+        ("a b:[0]", 0, d0, None),
+        ("a b:[1]", 1, d1, None),
+        (None, 2, d0, None),
+        ("a b:[1]", 3, d1, None),
+        ("z", 10, dt.date(2024, 1, 1), 1.5),
+    ]
     assert rows(out) == sorted(expected, key=repr)
     null_add = next(a for a in adds if a.partition_values["p"] is None)
     assert null_add.partition_values == {"p": None, "d": "2024-02-28"}
     # Time travel to v0 keeps v0's schema.
-    assert scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(0)).columns == ["p", "id", "d"]
+    assert scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(0)).columns == [
+        "p",
+        "id",
+        "d",
+    ]
 
 
 def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
     root = tmp_path / "t"
     meta = make_metadata([field("id", "long"), field("g", "integer")], ("g",))
-    adds = write_data_files(spark, spark.sql("select id, cast(id % 2 as int) g from range(20)"), str(root), meta)
+    adds = write_data_files(
+        spark, spark.sql("select id, cast(id % 2 as int) g from range(20)"), str(root), meta
+    )
     commit(root, 0, [DV_PROTOCOL, meta, *adds])
     target = next(a for a in adds if a.partition_values["g"] == "0")
     physical = sorted(
-        ((r.id, r._row_index) for r in scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(), with_row_ids=True)
-         .where(f"_file = '{target.path}'").collect()), key=lambda t: t[1])
+        (
+            (r.id, r._row_index)
+            for r in scan_snapshot(
+                spark, DeltaLog.for_path(str(root)).snapshot(), with_row_ids=True
+            )
+            .where(f"_file = '{target.path}'")
+            .collect()
+        ),
+        key=lambda t: t[1],
+    )
     deleted_positions = [0, 3, len(physical) - 1]
     commit(root, 1, with_dv(root, target, deleted_positions))
     snap = DeltaLog.for_path(str(root)).snapshot()
     gone = {physical[i][0] for i in deleted_positions}
     assert rows(scan_snapshot(spark, snap)) == sorted(
-        ((i, i % 2) for i in range(20) if i not in gone), key=repr)
+        ((i, i % 2) for i in range(20) if i not in gone), key=repr
+    )
     with_ids = scan_snapshot(spark, snap, with_row_ids=True).collect()
     assert {(r.id, r._row_index) for r in with_ids if r._file == target.path} == {
-        p for i, p in enumerate(physical) if i not in deleted_positions}
+        p for i, p in enumerate(physical) if i not in deleted_positions
+    }
 
 
 def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypatch: Any) -> None:
@@ -130,7 +175,9 @@ def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypat
             return 7
 
     monkeypatch.setattr(scan_module, "zlib", SameCrc)
-    snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")).snapshot(1)
+    snapshot = DeltaLog.for_path(
+        str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")
+    ).snapshot(1)
     df = scan_snapshot(spark, snapshot, with_row_ids=True)
     expected = set(range(2000)) - {0, 180, 308, 225, 756, 1007, 1503}
     assert sorted((r.id, r.partCol) for r in df.collect()) == sorted((i, i % 10) for i in expected)

@@ -21,8 +21,12 @@ pytestmark = pytest.mark.spark
 
 
 def metadata_for(df: Any, partitions: tuple[str, ...] = (), **conf: str) -> Metadata:
-    return Metadata(id="t", schema_string=df.schema.json(), partition_columns=partitions,
-                    configuration=dict(conf))
+    return Metadata(
+        id="t",
+        schema_string=df.schema.json(),
+        partition_columns=partitions,
+        configuration=dict(conf),
+    )
 
 
 def test_stats_match_pyarrow(spark: Any, tmp_path: Path) -> None:
@@ -46,7 +50,10 @@ def test_stats_match_pyarrow(spark: Any, tmp_path: Path) -> None:
         lo, hi = pc.min_max(table.column("id")).values()
         assert (stats["minValues"]["id"], stats["maxValues"]["id"]) == (lo.as_py(), hi.as_py())
         lo, hi = pc.min_max(table.column("d")).values()
-        assert (stats["minValues"]["d"], stats["maxValues"]["d"]) == (lo.as_py().isoformat(), hi.as_py().isoformat())
+        assert (stats["minValues"]["d"], stats["maxValues"]["d"]) == (
+            lo.as_py().isoformat(),
+            hi.as_py().isoformat(),
+        )
         lo, hi = pc.min_max(table.column("s")).values()
         assert stats["minValues"]["s"] == truncate_min(lo.as_py())
         assert stats["maxValues"]["s"] == truncate_max(hi.as_py())
@@ -55,18 +62,28 @@ def test_stats_match_pyarrow(spark: Any, tmp_path: Path) -> None:
         lo, hi = pc.min_max(table.column("ts")).values()
         assert stats["minValues"]["ts"] == lo.as_py().strftime("%Y-%m-%dT%H:%M:%S.123Z")
         assert stats["minValues"]["dec"] == float(pc.min(table.column("dec")).as_py())
-        assert stats["minValues"]["st"] == {"a": pc.min(pc.struct_field(table.column("st"), [0])).as_py()}
+        assert stats["minValues"]["st"] == {
+            "a": pc.min(pc.struct_field(table.column("st"), [0])).as_py()
+        }
         assert stats["nullCount"]["st"] == {"a": 0, "b": table.num_rows}
         assert "flag" not in stats["minValues"] and stats["nullCount"]["flag"] == 0
 
 
 def test_stats_column_selection(spark: Any, tmp_path: Path) -> None:
     df = spark.sql("select id a, id b, named_struct('x', id, 'y', id) c, id d from range(3)")
-    (one,) = write_data_files(spark, df.coalesce(1), str(tmp_path / "n"),
-                              metadata_for(df, **{"delta.dataSkippingNumIndexedCols": "3"}))
+    (one,) = write_data_files(
+        spark,
+        df.coalesce(1),
+        str(tmp_path / "n"),
+        metadata_for(df, **{"delta.dataSkippingNumIndexedCols": "3"}),
+    )
     assert json.loads(one.stats or "")["nullCount"] == {"a": 0, "b": 0, "c": {"x": 0}}
-    (two,) = write_data_files(spark, df.coalesce(1), str(tmp_path / "s"),
-                              metadata_for(df, **{"delta.dataSkippingStatsColumns": "d, c"}))
+    (two,) = write_data_files(
+        spark,
+        df.coalesce(1),
+        str(tmp_path / "s"),
+        metadata_for(df, **{"delta.dataSkippingStatsColumns": "d, c"}),
+    )
     assert json.loads(two.stats or "")["maxValues"] == {"c": {"x": 2, "y": 2}, "d": 2}
 
 
@@ -98,7 +115,7 @@ def test_concurrent_writers_do_not_clobber(spark: Any, tmp_path: Path) -> None:
     def run() -> None:
         try:
             results.append(write_data_files(spark, df, str(tmp_path), meta))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(3)]

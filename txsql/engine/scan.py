@@ -17,16 +17,21 @@ How a scan is built:
   ``mapInArrow`` expands from the descriptors on the executors (each task reads its DV files
   itself; nothing row-sized passes through the driver). The two scans are unioned.
 
-Strategy measurements (``local[2]``, 5M rows in 32 files, 1 % random rows deleted in every
-file; warm best-of-5 seconds, the plain Spark Parquet scan in brackets; count / sum(value)):
+Strategy measurements (``local[2]``, 5M rows (id, value, name) in 32 files, 1 % random
+rows deleted in every file; warm best-of-5 seconds, the plain ``spark.read.parquet`` scan of
+the same files in brackets; count / sum(value)):
 
-* anti-join on (file_path string, row_index):           1.21-1.48 / 1.22-1.31  [0.18-0.22 / 0.30]
-* anti-join on one long key (crc32(path) << 32 | row):  ~1.5 / ~1.4 (no gain on its own: the
-  fixed cost of the Python stage that expands the DVs, ~0.4-0.6 s, dominates)
-* per-batch bitmap filtering in ``mapInArrow`` (all rows through Python): 10.3 / 6.8
-* scalar pandas UDF filter on (file_path, row_index):  10.5 / 6.0
-The anti-join is the default; the union with a plain scan of DV-free files removes all DV
-cost from files no DELETE touched. See ``benchmarks/scan.py`` for the end-to-end numbers.
+* anti-join on (file_path string, row_index), DVs expanded per query:  1.2-1.5 / 1.2-1.3
+  [0.18-0.22 / 0.30]
+* anti-join on one long key ``crc32(path) << 32 | row_index``:  ~1.5 / ~1.4 uncached; the
+  fixed cost of the Python stage expanding the DVs (0.4-0.6 s) dominates, so the expanded
+  keys are cached per (session, files, DV ids): then 0.63 / 0.64 [0.22 / 0.29], i.e.
+  2.9x / 2.2x, plus ~0.1 s to plan a scan (``inputFiles``, per-file tables)
+* per-batch bitmap filtering in ``mapInArrow`` (all columns through Python): 10.3 / 6.8
+* scalar pandas UDF filter on (file_path, row_index) (only those go through Python): 10.5 / 6.0
+The long-key anti-join with cached keys is the default; DV-free files skip it entirely (plain
+scan unioned in). The remaining gap is per-row work (row index, key, hash probe) that a
+plain count does not do at all. ``benchmarks/scan.py`` prints the end-to-end numbers.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import os
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -46,6 +51,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.errors import TxSqlError
 from txsql.log.actions import AddFile
@@ -180,18 +186,18 @@ def _drop_deleted(
     descriptors = pa.table(
         {
             "path": [f.spark_path for f in files],
-            "storage_type": [f.add.deletion_vector.storage_type for f in files],  # type: ignore[union-attr]
-            "dv": [f.add.deletion_vector.path_or_inline_dv for f in files],  # type: ignore[union-attr]
+            "storage_type": [_dv(f).storage_type for f in files],
+            "dv": [_dv(f).path_or_inline_dv for f in files],
             "offset": pa.array(
-                [f.add.deletion_vector.offset for f in files],  # type: ignore[union-attr]
+                [_dv(f).offset for f in files],
                 pa.int32(),
             ),
             "size": pa.array(
-                [f.add.deletion_vector.size_in_bytes for f in files],  # type: ignore[union-attr]
+                [_dv(f).size_in_bytes for f in files],
                 pa.int32(),
             ),
             "cardinality": pa.array(
-                [f.add.deletion_vector.cardinality for f in files],  # type: ignore[union-attr]
+                [_dv(f).cardinality for f in files],
                 pa.int64(),
             ),
         }
@@ -210,7 +216,7 @@ def _drop_deleted(
                 [StructField("p", StringType(), False), StructField("r", LongType(), False)]
             )
         rows = source.mapInArrow(_expander(root, long_keys), out)
-        cardinality = sum(f.add.deletion_vector.cardinality for f in files)  # type: ignore[union-attr]
+        cardinality = sum(_dv(f).cardinality for f in files)
         rows = _DV_CACHE.put(cache_key, rows, cardinality)
     if long_keys:
         return df.join(F.broadcast(rows), F.col("k") == _row_key(), "left_anti")
@@ -258,15 +264,22 @@ class _DeletedRowsCache:
 _DV_CACHE = _DeletedRowsCache()
 
 
+def _dv(f: _ScanFile) -> DeletionVectorDescriptor:
+    assert f.add.deletion_vector is not None  # only files with DVs reach the DV filter
+    return f.add.deletion_vector
+
+
 def _row_key() -> Column:
     # crc32 < 2**32 and row indexes < 2**32, so (crc << 32) | row is injective.
     return F.shiftleft(F.col(_KEY), 32).bitwiseOR(F.col(_ROW))
 
 
-def _expander(root: str, long_keys: bool):  # type: ignore[no-untyped-def]
+def _expander(
+    root: str, long_keys: bool
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function turning DV descriptors into deleted-row keys (executor side)."""
 
-    def expand(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def expand(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
 
         from txsql.dv.descriptor import DeletionVectorDescriptor

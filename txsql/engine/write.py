@@ -17,6 +17,7 @@ whose footer lacks min/max (or null counts) has that stat omitted.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -108,10 +109,9 @@ def write_data_files(
         moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        try:
+        # Fails while another writer is still staging; whoever finishes last removes it.
+        with contextlib.suppress(OSError):
             os.rmdir(os.path.join(root, STAGING_DIR))
-        except OSError:
-            pass  # another writer is still staging; whoever finishes last removes it
     types = {f.name: f.type for f in log_schema.parse_schema(metadata.schema_string).fields}
     partition_types = {c.physical_name: types[c.logical_name] for c in schema.partition_columns}
     leaves = _stats_leaves(schema_json, metadata)
@@ -186,7 +186,9 @@ def _partition_values(rel: str, types: dict[str, log_schema.DataType]) -> dict[s
 # --- statistics ------------------------------------------------------------------------
 
 
-def _stats_leaves(schema_json: dict[str, Any], metadata: Metadata) -> list[tuple[tuple[str, ...], DataType]]:
+def _stats_leaves(
+    schema_json: dict[str, Any], metadata: Metadata
+) -> list[tuple[tuple[str, ...], DataType]]:
     """The (physical path, type) of every leaf column that gets stats, in schema order."""
     conf = metadata.configuration
     mode = conf.get("delta.columnMapping.mode", "none").lower()

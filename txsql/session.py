@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import SqlError, TxSqlError
+from txsql.errors import SqlError, TransactionError, TxSqlError
 from txsql.planner.build import build_statement
 from txsql.planner.catalog import Catalog
-from txsql.planner.context import RunContext
+from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.history import run_describe_history
 from txsql.planner.params import bind_parameters
 from txsql.planner.query import run_query
 from txsql.planner.script import ParsedStatement, parse_script
 from txsql.planner.statements import (
+    Begin,
+    Commit,
     CreateTable,
     DescribeHistory,
     InsertInto,
     Query,
+    Rollback,
     Statement,
 )
 from txsql.planner.writes import run_create_table, run_insert
 from txsql.result import Result
 from txsql.table import Table
+from txsql.txn.isolation import IsolationLevel
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,6 +90,9 @@ class Session:
         The whole script is parsed and its parameters bound before anything runs, so a
         syntax error or a missing parameter anywhere runs nothing.
         """
+        return [self._run(parsed) for parsed in self._parse(text, params)]
+
+    def _parse(self, text: str, params: Mapping[str, Any] | None) -> list[ParsedStatement]:
         statements = []
         for parsed in parse_script(text):
             try:
@@ -93,18 +101,33 @@ class Session:
                 e.locate(parsed.source.text, parsed.source.line, parsed.source.column)
                 raise
             statements.append(ParsedStatement(parsed.source, expression))
-        return [self._run(parsed) for parsed in statements]
+        return statements
+
+    def _run_control(self, statement: Commit | Rollback, text: str, ctx: RunContext) -> Result:
+        return _transaction_control(ctx, statement, text)
+
+    def begin(self, isolation: str | IsolationLevel | None = None) -> TransactionHandle:
+        """Open an explicit transaction for interleaving (independent of SQL BEGIN)."""
+        return TransactionHandle(self, isolation)
+
+    def transaction(self, isolation: str | IsolationLevel | None = None) -> TransactionHandle:
+        """``with s.transaction() as tx:`` commits on a clean exit, rolls back on error."""
+        return self.begin(isolation)
 
     def table(self, name_or_path: str) -> Table:
         """A handle on a table by name, ``delta.`/path``` or a plain path."""
         return Table(self, name_or_path)
 
-    def _run(self, parsed: ParsedStatement) -> Result:
+    def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
         started = time.perf_counter()
         source = parsed.source
+        context = context or self._context
         try:
             statement: Statement = build_statement(parsed.expression)
-            result = _RUNNERS[type(statement)](self._context, statement, source.text)
+            if isinstance(statement, (Begin, Commit, Rollback)):
+                result = _transaction_control(context, statement, source.text)
+            else:
+                result = _RUNNERS[type(statement)](context, statement, source.text)
         except TxSqlError as e:
             e.locate(source.text, source.line, source.column)
             raise
@@ -127,3 +150,115 @@ def _spark_error(error: Exception, statement: str, line: int, column: int) -> Tx
         column=column,
         hint="Fix the statement; the table is unchanged.",
     )
+
+
+def _transaction_control(
+    ctx: RunContext, statement: Begin | Commit | Rollback, text: str
+) -> Result:
+    """BEGIN / COMMIT / ROLLBACK on a context (the session's, or a handle's)."""
+    if isinstance(statement, Begin):
+        if ctx.explicit is not None:
+            raise TransactionError(
+                "a transaction is already open", hint="COMMIT or ROLLBACK it before BEGIN."
+            )
+        level = IsolationLevel.parse(statement.isolation) if statement.isolation else None
+        ctx.explicit = ExplicitTransaction(level)
+        return Result(text, "BEGIN", message="transaction opened")
+    explicit = ctx.explicit
+    if explicit is None:
+        raise TransactionError(
+            f"{'COMMIT' if isinstance(statement, Commit) else 'ROLLBACK'} without BEGIN",
+            hint="Start a transaction with BEGIN.",
+        )
+    ctx.explicit = None
+    if isinstance(statement, Rollback) or explicit.txn is None:
+        if explicit.txn is not None:
+            explicit.txn.rollback()
+        operation = "ROLLBACK" if isinstance(statement, Rollback) else "COMMIT"
+        return Result(
+            text, operation, read_version=explicit.read_version, message="nothing was written"
+        )
+    txn = explicit.txn
+    statements = explicit.statements
+    if len({s.operation for s in statements}) == 1:
+        operation = statements[0].operation
+        parameters = statements[0].parameters if len(statements) == 1 else {}
+    else:
+        operation = "TXSQL TRANSACTION"
+        parameters = {"operations": json.dumps([s.operation for s in statements])}
+    if len(statements) > 1:
+        parameters = {**parameters, "statements": str(len(statements))}
+    metrics: dict[str, int] = {}
+    for s in statements:
+        for key, value in s.metrics.items():
+            metrics[key] = metrics.get(key, 0) + value
+    committed = txn.commit(operation, parameters, metrics)
+    return Result(
+        text,
+        "COMMIT",
+        version=committed.version,
+        read_version=committed.read_version,
+        operation_metrics=dict(committed.commit_info.operation_metrics or {}),
+        message=f"committed {operation} as version {committed.version}",
+    )
+
+
+class TransactionHandle:
+    """An explicit transaction: ``tx.sql(...)`` stages, ``tx.commit()`` writes one version.
+
+    Several handles may be open at once on one Session; that is how notebooks interleave
+    two writers deterministically to demonstrate isolation and conflicts.
+    """
+
+    def __init__(self, session: Session, isolation: str | IsolationLevel | None) -> None:
+        if isinstance(isolation, str):
+            isolation = IsolationLevel.parse(isolation)
+        self._session = session
+        base = session._context
+        self._context = RunContext(
+            base.spark, base.catalog, base.max_commit_attempts, ExplicitTransaction(isolation)
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self._context.explicit is not None
+
+    @property
+    def read_version(self) -> int | None:
+        explicit = self._context.explicit
+        return explicit.read_version if explicit else None
+
+    def sql(self, text: str, params: Mapping[str, Any] | None = None) -> Result:
+        """Run statements inside this transaction; returns the last result."""
+        if not self.is_open:
+            raise TransactionError("this transaction is closed", hint="Start a new one.")
+        results = [self._session._run(p, self._context) for p in self._session._parse(text, params)]
+        if not results:
+            raise SqlError("no SQL statement to run", hint="Write a statement.")
+        return results[-1]
+
+    def commit(self) -> Result:
+        return self._session._run_control(Commit(), "COMMIT", self._context)
+
+    def rollback(self) -> Result:
+        return self._session._run_control(Rollback(), "ROLLBACK", self._context)
+
+    def staged_summary(self) -> str:
+        explicit = self._context.explicit
+        if explicit is None or explicit.txn is None:
+            return "nothing staged"
+        ops = ", ".join(s.operation for s in explicit.statements) or "reads only"
+        return (
+            f"{len(explicit.statements)} statement(s) staged ({ops}) on {explicit.txn.table_root}"
+        )
+
+    def __enter__(self) -> TransactionHandle:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
+        if not self.is_open:
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()

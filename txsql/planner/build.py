@@ -7,16 +7,19 @@ from sqlglot import exp
 from txsql.errors import SqlError, UnsupportedStatementError
 from txsql.planner.dialect import SPARK
 from txsql.planner.statements import (
+    Begin,
     ColumnSpec,
+    Commit,
     CreateTable,
     DescribeHistory,
     InsertInto,
     Query,
+    Rollback,
     Statement,
     TableRef,
 )
 
-SUPPORTED = "CREATE TABLE, INSERT INTO, SELECT, DESCRIBE HISTORY"
+SUPPORTED = "CREATE TABLE, INSERT INTO, SELECT, DESCRIBE HISTORY, BEGIN, COMMIT, ROLLBACK"
 
 
 def build_statement(expression: exp.Expr) -> Statement:
@@ -29,6 +32,12 @@ def build_statement(expression: exp.Expr) -> Statement:
         return Query(expression)
     if isinstance(expression, exp.Describe) and expression.args.get("style") == "HISTORY":
         return DescribeHistory(table_ref(_table(expression.this)))
+    if isinstance(expression, exp.Transaction):
+        return Begin(_isolation(expression))
+    if isinstance(expression, exp.Commit):
+        return Commit()
+    if isinstance(expression, exp.Rollback):
+        return Rollback()
     raise UnsupportedStatementError(
         f"{_kind(expression)} statements are not supported yet",
         hint=f"txsql runs {SUPPORTED}.",
@@ -155,6 +164,14 @@ def _insert(insert: exp.Insert) -> InsertInto:
     if query is None:
         raise SqlError("INSERT needs VALUES or a query", hint="INSERT INTO t VALUES (1, 'a')")
     return InsertInto(table_ref(_table(target)), columns, query)
+
+
+def _isolation(begin: exp.Transaction) -> str | None:
+    for mode in begin.args.get("modes") or []:
+        words = str(mode).split()
+        if [w.upper() for w in words[:2]] == ["ISOLATION", "LEVEL"] and len(words) > 2:
+            return "".join(words[2:])
+    return None
 
 
 def _table(node: exp.Expr | None) -> exp.Table:

@@ -1,14 +1,49 @@
-"""What every statement runner needs: the Spark session, the catalog and options."""
+"""What every statement runner needs: Spark, the catalog, and the transaction to use.
+
+Statements run in autocommit mode (one transaction per statement) unless the session has
+an explicit transaction open (BEGIN ... COMMIT): then every statement stages its actions
+into that one transaction, reads its own staged writes, and nothing reaches the log until
+COMMIT.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from txsql.errors import TransactionError
+from txsql.log.deltalog import DeltaLog
+from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
+from txsql.planner.statements import TableRef
+from txsql.txn.isolation import IsolationLevel
+from txsql.txn.result import CommitResult
+from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+@dataclass
+class StagedStatement:
+    """One statement's contribution to an explicit transaction's commitInfo."""
+
+    operation: str
+    parameters: dict[str, Any]
+    metrics: dict[str, int]
+
+
+@dataclass
+class ExplicitTransaction:
+    """A BEGIN ... COMMIT transaction; bound to a table by its first statement."""
+
+    isolation: IsolationLevel | None = None
+    txn: Transaction | None = None
+    statements: list[StagedStatement] = field(default_factory=list)
+
+    @property
+    def read_version(self) -> int | None:
+        return self.txn.read_version if self.txn else None
 
 
 @dataclass
@@ -16,3 +51,44 @@ class RunContext:
     spark: SparkSession
     catalog: Catalog
     max_commit_attempts: int = 10_000
+    explicit: ExplicitTransaction | None = None
+
+    def transaction(self, log: DeltaLog) -> Transaction:
+        """The transaction a statement on ``log``'s table runs in."""
+        if self.explicit is None:
+            return self._new_transaction(log, None)
+        if self.explicit.txn is None:
+            self.explicit.txn = self._new_transaction(log, self.explicit.isolation)
+        txn = self.explicit.txn
+        txn.require_table(log.table_root)
+        return txn
+
+    def commit(
+        self,
+        txn: Transaction,
+        operation: str,
+        parameters: dict[str, Any] | None = None,
+        metrics: dict[str, int] | None = None,
+    ) -> CommitResult | None:
+        """Commit now (autocommit) or record the statement for the explicit COMMIT."""
+        if self.explicit is not None and txn is self.explicit.txn:
+            self.explicit.statements.append(
+                StagedStatement(operation, dict(parameters or {}), dict(metrics or {}))
+            )
+            return None
+        return txn.commit(operation, parameters, metrics)
+
+    def snapshot(self, ref: TableRef) -> Snapshot:
+        """The snapshot a read of ``ref`` sees: staged writes included inside BEGIN."""
+        explicit = self.explicit.txn if self.explicit else None
+        if explicit is not None and ref.version is None and ref.timestamp is None:
+            log = self.catalog.existing_log(ref)
+            if log.table_root == explicit.table_root:
+                current = explicit.current_snapshot()
+                if current is None:
+                    raise TransactionError(f"table {ref.display} has no committed version yet")
+                return current
+        return self.catalog.snapshot(ref, self.spark)
+
+    def _new_transaction(self, log: DeltaLog, isolation: IsolationLevel | None) -> Transaction:
+        return Transaction(log, isolation=isolation, max_attempts=self.max_commit_attempts)

@@ -61,4 +61,19 @@ class DescribeHistory:
     limit: int | None = None
 
 
-Statement = CreateTable | InsertInto | Query | DescribeHistory
+@dataclass(frozen=True, slots=True)
+class Begin:
+    isolation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    pass
+
+
+Statement = CreateTable | InsertInto | Query | DescribeHistory | Begin | Commit | Rollback

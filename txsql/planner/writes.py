@@ -8,7 +8,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.write import write_data_files
-from txsql.errors import SchemaError, TableExistsError
+from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata
 from txsql.log.deltalog import DeltaLog
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Result:
     ref = statement.target
+    if ctx.explicit is not None:
+        raise TransactionError(
+            "CREATE TABLE cannot run inside BEGIN ... COMMIT",
+            hint="COMMIT or ROLLBACK first; a transaction writes one existing table.",
+        )
     if statement.location is not None:
         location = parse_location(statement.location).path
     else:
@@ -88,18 +93,18 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
             "cannot INSERT INTO a time-travel reference",
             hint="Write to the table itself (no VERSION/TIMESTAMP AS OF).",
         )
-    with Transaction(log, max_attempts=ctx.max_commit_attempts) as txn:
-        snapshot = txn.snapshot()
-        assert snapshot is not None
-        source, _ = query_dataframe(ctx, _as_query(statement))
-        df = conform_to_schema(
-            source, snapshot.schema_json, statement.columns, statement.target.display
-        )
-        adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
-        txn.stage(adds)
-        parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-        committed = txn.commit("WRITE", parameters, _write_metrics(adds))
-    return _commit_result(text, statement.target.display, committed, adds)
+    txn = ctx.transaction(log)
+    snapshot = txn.current_snapshot()
+    assert snapshot is not None
+    source, _ = query_dataframe(ctx, _as_query(statement), txn)
+    df = conform_to_schema(
+        source, snapshot.schema_json, statement.columns, statement.target.display
+    )
+    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
+    txn.stage(adds)
+    parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
+    committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
+    return _commit_result(text, statement.target.display, committed, adds, txn.read_version)
 
 
 def _as_query(statement: InsertInto) -> Any:
@@ -154,13 +159,26 @@ def _num_records(add: AddFile) -> int:
 
 
 def _commit_result(
-    text: str, table: str, committed: CommitResult, adds: list[AddFile] | None
+    text: str,
+    table: str,
+    committed: CommitResult | None,
+    adds: list[AddFile] | None,
+    read_version: int | None = None,
 ) -> Result:
-    info = committed.commit_info
     metrics = {}
     if adds is not None:
         inserted = sum(_num_records(a) for a in adds)
         metrics = {"num_affected_rows": inserted, "num_inserted_rows": inserted}
+    if committed is None:  # staged in an explicit transaction; COMMIT writes it
+        return Result(
+            text,
+            "WRITE",
+            read_version=read_version,
+            table=table,
+            metrics=metrics,
+            message="staged; COMMIT to write it",
+        )
+    info = committed.commit_info
     return Result(
         text,
         info.operation or "",

@@ -18,7 +18,7 @@ from pyroaring import BitMap64
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
-from txsql.log.actions import AddFile, RemoveFile
+from txsql.log.actions import RemoveFile
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.transaction import Transaction
 

@@ -99,7 +99,8 @@ def write_data_files(
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     projected = df.select(_physical_columns(df, schema))
     staging = os.path.join(root, STAGING_DIR, uuid.uuid4().hex)
-    writer = projected.write.mode("errorifexists")
+    # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
+    writer = projected.write.mode("append")
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", max_records_per_file)
     if schema.partition_columns:

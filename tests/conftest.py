@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+from tests.fixture_paths import find_fixtures
+
+FIXTURES = find_fixtures()
 
 
 @pytest.fixture(scope="session")

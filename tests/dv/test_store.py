@@ -16,12 +16,13 @@ from urllib.parse import quote
 import pytest
 from pyroaring import BitMap64
 
+from tests.fixture_paths import find_fixtures
 from txsql.dv.descriptor import DeletionVectorDescriptor, dv_file_name
 from txsql.dv.store import encode_dv_file, read_deletion_vector, write_deletion_vectors
 from txsql.errors import CorruptDeletionVectorError
 from txsql.storage.filesystem import LocalFileIO, MemoryFileIO
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = find_fixtures()
 SMALL = "delta-golden/table-with-dv-small"
 SMALL_DV = "deletion_vector_b6a98cdd-7843-470d-8897-708cdffa38c5.bin"
 SMALL_DESCRIPTOR = DeletionVectorDescriptor("u", "WYbkwCTB$gH)J7t?$/sK", 36, 2, 1)

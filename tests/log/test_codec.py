@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from tests.fixture_paths import find_fixtures
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.errors import CorruptLogError
 from txsql.log.actions import (
@@ -36,7 +37,7 @@ from txsql.log.codec import (
     encode_commit,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = find_fixtures()
 COMMIT_NAME = re.compile(r"\d{20}\.json")
 COMMITS = sorted(p for p in FIXTURES.glob("*/*/_delta_log/*.json") if COMMIT_NAME.fullmatch(p.name))
 CHECKPOINTS = sorted(FIXTURES.glob("*/*/_delta_log/**/*.checkpoint*.parquet"))

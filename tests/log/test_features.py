@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
+from tests.fixture_paths import find_fixtures
 from txsql.errors import UnsupportedFeatureError
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.codec import decode_commit
@@ -22,7 +22,7 @@ from txsql.log.features import (
     writer_features,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = find_fixtures()
 COMMIT_NAME = re.compile(r"\d{20}\.json")
 EMPTY_SCHEMA = (
     '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'

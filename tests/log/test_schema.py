@@ -6,10 +6,10 @@ import datetime as dt
 import json
 import re
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
+from tests.fixture_paths import find_fixtures
 from txsql.errors import SchemaError
 from txsql.log.actions import Metadata
 from txsql.log.codec import decode_commit
@@ -28,7 +28,7 @@ from txsql.log.schema import (
     serialize_partition_value,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = find_fixtures()
 COMMIT_NAME = re.compile(r"\d{20}\.json")
 
 

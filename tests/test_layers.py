@@ -1,0 +1,56 @@
+"""The layer rules of DESIGN.md §1, checked on the source (no import-linter needed)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "txsql"
+LOWER_LAYERS = ("storage", "dv", "log", "txn")
+ORDER = ("storage", "dv", "log", "txn", "engine", "planner", "magics")
+FORBIDDEN_BELOW_ENGINE = ("pyspark", "sqlglot", "IPython")
+JVM_INTERNALS = ("_jvm", "_jsc", "_jdf", "_gateway", "sparkContext")
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+    return names
+
+
+def _layer_files(layer: str) -> list[Path]:
+    return sorted((PACKAGE / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", LOWER_LAYERS)
+def test_lower_layers_never_import_spark_sqlglot_or_ipython(layer: str) -> None:
+    for path in _layer_files(layer):
+        bad = [n for n in _imports(path) if n.split(".")[0] in FORBIDDEN_BELOW_ENGINE]
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+@pytest.mark.parametrize("layer", ORDER)
+def test_dependencies_point_down(layer: str) -> None:
+    above = set(ORDER[ORDER.index(layer) + 1 :])
+    if layer != "magics":  # the front end sits on Session; nothing else may
+        above |= {"session", "table"}
+    for path in _layer_files(layer):
+        bad = [n for n in _imports(path) if n.startswith("txsql.") and n.split(".")[1] in above]
+        assert not bad, f"{path.relative_to(PACKAGE)} imports upper layers {bad}"
+
+
+@pytest.mark.parametrize("layer", ["engine", "planner", "txn", "log"])
+def test_no_jvm_internals_in_core_paths(layer: str) -> None:
+    for path in _layer_files(layer):
+        if path.name == "spark.py":  # creating a local session is not a core path
+            continue
+        tree = ast.parse(path.read_text())
+        used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert not used & set(JVM_INTERNALS), f"{path.relative_to(PACKAGE)} uses JVM internals"

@@ -62,7 +62,8 @@ def history_rows(log: DeltaLog, limit: int | None = None) -> list[dict[str, Any]
 
 
 def history_dataframe(spark: SparkSession, log: DeltaLog, limit: int | None = None) -> DataFrame:
-    return spark.createDataFrame(history_rows(log, limit), HISTORY_SCHEMA)
+    rows: list[Any] = list(history_rows(log, limit))
+    return spark.createDataFrame(rows, HISTORY_SCHEMA)
 
 
 def _strings(values: dict[str, Any] | None) -> dict[str, str] | None:

@@ -13,7 +13,6 @@ from tests.magics import cell, ip, magics_of
 from txsql.errors import ConcurrentDeleteReadError, SqlError, SqlParseError
 from txsql.magics.completion import candidates
 from txsql.magics.errors import MagicUsageError
-from txsql.magics.sessions import sessions_supported
 from txsql.magics.view import TextView, TxResult
 
 pytestmark = pytest.mark.spark
@@ -247,12 +246,6 @@ def test_explain_file_spark_variable_and_subcommands(ip: Any, tmp_path: Path) ->
 def test_named_sessions(ip: Any) -> None:
     cell(ip, "CREATE TABLE n (id INT)")
     assert repr(ip.run_line_magic("txsql", "sessions")) == "no open sessions"
-    session = magics_of(ip)._session(_no_options())
-    if not sessions_supported(session):
-        with pytest.raises(MagicUsageError, match="named sessions are not available yet"):
-            cell(ip, "BEGIN;\nINSERT INTO n VALUES (1)", "--session T1")
-        assert _version(ip, "n") == 0
-        return
     began = cell(ip, "BEGIN;\nINSERT INTO n VALUES (1)", "--session T1")
     assert began.badge.startswith("T1 · ")
     assert "T1" in repr(ip.run_line_magic("txsql", "sessions"))

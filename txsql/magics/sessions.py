@@ -31,11 +31,6 @@ _LEVELS = {
 }
 
 
-def sessions_supported(session: Any) -> bool:
-    """Whether this Session can open explicit transactions (``Session.begin``)."""
-    return callable(getattr(type(session), "begin", None))
-
-
 def isolation_of(begin: str) -> str | None:
     """The isolation level named in a BEGIN statement, in Delta's spelling.
 
@@ -86,11 +81,6 @@ class NamedSessions:
         params: Mapping[str, Any],
     ) -> list[Result]:
         """Run a session cell's statements in order; positions in errors are cell positions."""
-        if not sessions_supported(session):
-            raise MagicUsageError(
-                "named sessions are not available yet",
-                hint="Run without --session (each statement autocommits).",
-            )
         results: list[Result] = []
         for statement in statements:
             try:

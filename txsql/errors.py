@@ -147,6 +147,19 @@ class UnsupportedStatementError(SqlError):
     """Valid SQL that txsql does not run (yet)."""
 
 
+class MergeCardinalityError(SqlError):
+    """Several source rows match one target row that MERGE updates or deletes.
+
+    [Delta: DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE]
+    """
+
+    default_hint = (
+        "Deduplicate the source so each target row matches at most one source row (e.g. "
+        "keep the latest row per key with ROW_NUMBER() OVER (PARTITION BY key ORDER BY ...) "
+        "= 1), or make the ON condition more selective."
+    )
+
+
 # --- transactions ---------------------------------------------------------------------
 
 

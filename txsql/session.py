@@ -11,8 +11,12 @@ from typing import TYPE_CHECKING, Any
 from txsql.errors import SqlError, TransactionError, TxSqlError
 from txsql.planner.build import build_statement
 from txsql.planner.catalog import Catalog
+from txsql.planner.command_runners import COMMAND_RUNNERS
 from txsql.planner.context import ExplicitTransaction, RunContext
+from txsql.planner.delete import run_delete
+from txsql.planner.explain import run_explain
 from txsql.planner.history import run_describe_history
+from txsql.planner.merge import run_merge
 from txsql.planner.params import bind_parameters
 from txsql.planner.query import run_query
 from txsql.planner.script import ParsedStatement, parse_script
@@ -20,12 +24,17 @@ from txsql.planner.statements import (
     Begin,
     Commit,
     CreateTable,
+    Delete,
     DescribeHistory,
+    Explain,
     InsertInto,
+    Merge,
     Query,
     Rollback,
     Statement,
+    Update,
 )
+from txsql.planner.update import run_update
 from txsql.planner.writes import run_create_table, run_insert
 from txsql.result import Result
 from txsql.table import Table
@@ -41,6 +50,11 @@ _RUNNERS: dict[type, Callable[[RunContext, Any, str], Result]] = {
     InsertInto: run_insert,
     Query: run_query,
     DescribeHistory: run_describe_history,
+    Merge: run_merge,
+    Delete: run_delete,
+    Update: run_update,
+    Explain: run_explain,
+    **COMMAND_RUNNERS,
 }
 
 

@@ -24,10 +24,24 @@ SUPPORTED = "CREATE TABLE, INSERT INTO, SELECT, DESCRIBE HISTORY, BEGIN, COMMIT,
 
 def build_statement(expression: exp.Expr) -> Statement:
     """Build the typed statement for one parsed expression."""
+    from txsql.planner.commands import build_command  # local: commands imports this module
+
+    command = build_command(expression)
+    if command is not None:
+        return command
+    from txsql.planner.dml_build import build_dml  # local: dml_build imports this module
+
+    dml = build_dml(expression)
+    if dml is not None:
+        return dml
     if isinstance(expression, exp.Create) and expression.kind == "TABLE":
         return _create_table(expression)
     if isinstance(expression, exp.Insert):
         return _insert(expression)
+    if isinstance(expression, exp.Merge):
+        from txsql.planner.merge_plan import build_merge  # local: merge_plan imports this
+
+        return build_merge(expression)
     if isinstance(expression, exp.Query):
         return Query(expression)
     if isinstance(expression, exp.Describe) and expression.args.get("style") == "HISTORY":

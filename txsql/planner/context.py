@@ -15,6 +15,8 @@ from txsql.errors import TransactionError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
+from txsql.planner.guards import AppendOnlyTableError, check_append_only
+from txsql.planner.retention import cleanup_after_commit
 from txsql.planner.statements import TableRef
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.result import CommitResult
@@ -71,12 +73,22 @@ class RunContext:
         metrics: dict[str, int] | None = None,
     ) -> CommitResult | None:
         """Commit now (autocommit) or record the statement for the explicit COMMIT."""
-        if self.explicit is not None and txn is self.explicit.txn:
+        explicit = self.explicit is not None and txn is self.explicit.txn
+        try:
+            check_append_only(txn, operation)
+        except AppendOnlyTableError:
+            if explicit:
+                txn.rollback()  # its actions are staged already: the transaction is void
+            raise
+        if explicit:
+            assert self.explicit is not None
             self.explicit.statements.append(
                 StagedStatement(operation, dict(parameters or {}), dict(metrics or {}))
             )
             return None
-        return txn.commit(operation, parameters, metrics)
+        committed = txn.commit(operation, parameters, metrics)
+        cleanup_after_commit(txn.log, committed.version)
+        return committed
 
     def snapshot(self, ref: TableRef) -> Snapshot:
         """The snapshot a read of ``ref`` sees: staged writes included inside BEGIN."""
@@ -91,4 +103,9 @@ class RunContext:
         return self.catalog.snapshot(ref, self.spark)
 
     def _new_transaction(self, log: DeltaLog, isolation: IsolationLevel | None) -> Transaction:
-        return Transaction(log, isolation=isolation, max_attempts=self.max_commit_attempts)
+        from txsql.planner.row_check import SparkRowChecker  # local: it imports the engine
+
+        txn = Transaction(log, isolation=isolation, max_attempts=self.max_commit_attempts)
+        # Spark decides whether a winner's new rows satisfy our read predicate.
+        txn.row_predicate_checker = SparkRowChecker(self.spark, txn)
+        return txn

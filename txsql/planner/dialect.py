@@ -1,4 +1,11 @@
-"""The ``txsql`` sqlglot dialect: Databricks SQL plus what it lacks.
+"""The ``txsql`` sqlglot dialect: Databricks SQL plus the Delta statements it lacks.
+
+sqlglot (as of 30.x) parses ``OPTIMIZE`` and ``VACUUM`` as opaque commands, fails on
+``RESTORE``, ``REORG`` and ``DESCRIBE DETAIL`` and falls back to a command for
+``ALTER TABLE ... UNSET TBLPROPERTIES``. The dialect adds them through sqlglot's own
+extension points: a ``DETAIL`` describe style, an ``UNSET`` entry in ``ALTER_PARSERS`` and,
+for the statements that start with a word sqlglot does not know, a ``_parse_statement``
+override that dispatches on that word before the generic rules run.
 
 The class name is unique on purpose: sqlglot registers dialects by lowercased class name,
 so naming it ``Databricks`` would replace the built-in dialect process-wide.
@@ -6,12 +13,207 @@ so naming it ``Databricks`` would replace the built-in dialect process-wide.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sqlglot import exp
 from sqlglot.dialects.databricks import Databricks
-
-
-class TxSql(Databricks):
-    """Databricks SQL as txsql reads it (later issues add RESTORE, VACUUM, ...)."""
-
+from sqlglot.generators.databricks import DatabricksGenerator
+from sqlglot.parsers.databricks import DatabricksParser
+from sqlglot.tokens import TokenType
 
 DIALECT = "txsql"
 SPARK = "spark"
+
+
+# --- expression nodes ---------------------------------------------------------------------
+
+
+class Optimize(exp.Expression):
+    """``OPTIMIZE t [WHERE pred] [ZORDER BY (c, ...)]``."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True, "where": False, "zorder": False}
+
+
+class Reorg(exp.Expression):
+    """``REORG TABLE t [WHERE pred] APPLY (PURGE)``."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True, "where": False}
+
+
+class Vacuum(exp.Expression):
+    """``VACUUM t [RETAIN n HOURS] [DRY RUN]``; ``retain`` is the hours literal."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True, "retain": False, "dry_run": False}
+
+
+class Restore(exp.Expression):
+    """``RESTORE [TABLE] t [TO] VERSION|TIMESTAMP AS OF x``; ``kind`` names which."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True, "kind": True, "expression": True}
+
+
+class UnsetTableProperties(exp.Expression):
+    """The ``UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)`` action of an ALTER TABLE."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"expressions": True, "exists": False}
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def _table(parser: Any) -> exp.Table:
+    table = parser._parse_table_parts(schema=True)
+    if not isinstance(table, exp.Table):
+        parser.raise_error("Expected a table name")
+    return table
+
+
+def _parse_optimize(parser: Any) -> Optimize:
+    table = _table(parser)
+    where = parser._parse_where()
+    zorder = None
+    if parser._match_text_seq("ZORDER", "BY"):
+        zorder = parser._parse_wrapped_csv(parser._parse_column, optional=True)
+        if not zorder:
+            zorder = parser._parse_csv(parser._parse_column)
+        zorder = exp.Tuple(expressions=zorder)
+    return Optimize(this=table, where=where, zorder=zorder)
+
+
+def _parse_reorg(parser: Any) -> Reorg:
+    parser._match(TokenType.TABLE)
+    table = _table(parser)
+    where = parser._parse_where()
+    if not parser._match_text_seq("APPLY"):
+        parser.raise_error("Expected APPLY (PURGE)")
+    if not (
+        parser._match(TokenType.L_PAREN)
+        and parser._match_text_seq("PURGE")
+        and parser._match(TokenType.R_PAREN)
+    ):
+        parser.raise_error("Only REORG TABLE ... APPLY (PURGE) is supported")
+    return Reorg(this=table, where=where)
+
+
+def _parse_vacuum(parser: Any) -> Vacuum:
+    table = _table(parser)
+    retain = None
+    if parser._match_text_seq("RETAIN"):
+        retain = parser._parse_number()
+        if retain is None or not parser._match_texts(("HOURS", "HOUR")):
+            parser.raise_error("Expected RETAIN <number> HOURS")
+    dry_run = parser._match_text_seq("DRY", "RUN")
+    return Vacuum(this=table, retain=retain, dry_run=bool(dry_run))
+
+
+def _parse_restore(parser: Any) -> Restore:
+    parser._match(TokenType.TABLE)
+    table = _table(parser)
+    parser._match_text_seq("TO")
+    if parser._match_texts(("VERSION", "TIMESTAMP")):
+        kind = parser._prev.text.upper()
+    else:
+        parser.raise_error("Expected VERSION AS OF or TIMESTAMP AS OF")
+        kind = "VERSION"
+    if not parser._match_text_seq("AS", "OF"):
+        parser.raise_error(f"Expected {kind} AS OF")
+    value = parser._parse_bitwise()
+    if value is None:
+        parser.raise_error(f"Expected a value after {kind} AS OF")
+    return Restore(this=table, kind=kind, expression=value)
+
+
+def _parse_unset(parser: Any) -> UnsetTableProperties:
+    if not parser._match_text_seq("TBLPROPERTIES"):
+        parser.raise_error("Expected UNSET TBLPROPERTIES")
+    exists = parser._parse_exists()
+    keys = parser._parse_wrapped_csv(parser._parse_field)
+    return UnsetTableProperties(expressions=keys, exists=bool(exists))
+
+
+_STATEMENTS: dict[str, Callable[[Any], exp.Expr]] = {
+    "OPTIMIZE": _parse_optimize,
+    "REORG": _parse_reorg,
+    "VACUUM": _parse_vacuum,
+    "RESTORE": _parse_restore,
+}
+
+
+class TxSql(Databricks):
+    """Databricks SQL as txsql reads it."""
+
+    class Tokenizer(Databricks.Tokenizer):
+        # sqlglot turns OPTIMIZE/VACUUM into command tokens that swallow the statement as
+        # one string; as plain words the parser below can read their clauses.
+        KEYWORDS: ClassVar[dict[str, TokenType]] = {
+            **Databricks.Tokenizer.KEYWORDS,
+            "OPTIMIZE": TokenType.VAR,
+            "VACUUM": TokenType.VAR,
+        }
+
+    class Parser(DatabricksParser):
+        DESCRIBE_STYLES: ClassVar[set[str]] = {*DatabricksParser.DESCRIBE_STYLES, "DETAIL"}
+        ALTER_PARSERS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+            **DatabricksParser.ALTER_PARSERS,
+            "UNSET": _parse_unset,
+        }
+
+        def _parse_statement(self) -> exp.Expr | None:
+            curr = self._curr
+            if (
+                curr is not None
+                and curr.token_type == TokenType.VAR
+                and curr.text.upper() in _STATEMENTS
+                and self._next is not None
+            ):
+                self._advance()
+                return _STATEMENTS[curr.text.upper()](self)
+            return super()._parse_statement()
+
+    class Generator(DatabricksGenerator):
+        TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
+            **DatabricksGenerator.TRANSFORMS,
+            Optimize: lambda self, e: _optimize_sql(self, e),
+            Reorg: lambda self, e: _reorg_sql(self, e),
+            Vacuum: lambda self, e: _vacuum_sql(self, e),
+            Restore: lambda self, e: (
+                f"RESTORE TABLE {self.sql(e, 'this')} TO {e.args['kind']} AS OF "
+                f"{self.sql(e, 'expression')}"
+            ),
+            UnsetTableProperties: lambda self, e: (
+                "UNSET TBLPROPERTIES "
+                + ("IF EXISTS " if e.args.get("exists") else "")
+                + f"({self.expressions(e, flat=True)})"
+            ),
+        }
+
+
+def _optimize_sql(gen: Any, e: Optimize) -> str:
+    text = f"OPTIMIZE {gen.sql(e, 'this')}{gen.sql(e, 'where')}"
+    if e.args.get("zorder") is not None:
+        text += f" ZORDER BY ({gen.expressions(e.args['zorder'], flat=True)})"
+    return text
+
+
+def _reorg_sql(gen: Any, e: Reorg) -> str:
+    return f"REORG TABLE {gen.sql(e, 'this')}{gen.sql(e, 'where')} APPLY (PURGE)"
+
+
+def _vacuum_sql(gen: Any, e: Vacuum) -> str:
+    text = f"VACUUM {gen.sql(e, 'this')}"
+    if e.args.get("retain") is not None:
+        text += f" RETAIN {gen.sql(e, 'retain')} HOURS"
+    return text + (" DRY RUN" if e.args.get("dry_run") else "")
+
+
+__all__ = [
+    "DIALECT",
+    "SPARK",
+    "Optimize",
+    "Reorg",
+    "Restore",
+    "TxSql",
+    "UnsetTableProperties",
+    "Vacuum",
+]

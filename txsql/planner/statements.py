@@ -62,6 +62,62 @@ class DescribeHistory:
 
 
 @dataclass(frozen=True, slots=True)
+class MergeClause:
+    """One WHEN clause of a MERGE, in statement order.
+
+    ``match`` is ``matched``, ``not_matched`` (by target) or ``not_matched_by_source``;
+    ``action`` is ``update``, ``delete`` or ``insert``. ``values is None`` means
+    ``UPDATE SET *`` / ``INSERT *``; ``columns is None`` with values is a positional
+    ``INSERT VALUES (...)``.
+    """
+
+    match: str
+    action: str
+    condition: exp.Expr | None = None
+    columns: tuple[str, ...] | None = None
+    values: tuple[exp.Expr, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """``MERGE INTO target [AS alias] USING source [AS alias] ON cond WHEN ...``."""
+
+    target: TableRef
+    target_alias: str
+    source: exp.Expr  # a query selecting the source rows
+    source_alias: str
+    on: exp.Expr
+    clauses: tuple[MergeClause, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """``DELETE FROM target [AS alias] [WHERE condition]`` (txsql.planner.dml_build)."""
+
+    target: TableRef
+    alias: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """``UPDATE target [AS alias] SET column = expr, ... [WHERE condition]``."""
+
+    target: TableRef
+    assignments: tuple[tuple[str, exp.Expr], ...]
+    alias: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    """``EXPLAIN <statement>``: describe the plan of ``statement`` without running it."""
+
+    statement: object  # the typed statement explained (any Statement)
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Begin:
     isolation: str | None = None
 
@@ -76,4 +132,95 @@ class Rollback:
     pass
 
 
-Statement = CreateTable | InsertInto | Query | DescribeHistory | Begin | Commit | Rollback
+# --- table maintenance and overwrites (txsql.planner.commands builds these) ---------------
+
+
+@dataclass(frozen=True, slots=True)
+class InsertOverwrite:
+    """``INSERT OVERWRITE [PARTITION (...)]`` or ``INSERT INTO ... REPLACE WHERE``.
+
+    ``partition`` maps each PARTITION column to its static value, or None for a dynamic
+    one; ``replace_where`` is the REPLACE WHERE condition.
+    """
+
+    target: TableRef
+    columns: tuple[str, ...] | None
+    query: exp.Expr
+    partition: tuple[tuple[str, exp.Expr | None], ...] | None = None
+    replace_where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterSetProperties:
+    target: TableRef
+    properties: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterUnsetProperties:
+    target: TableRef
+    keys: tuple[str, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterAddColumns:
+    target: TableRef
+    columns: tuple[ColumnSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeDetail:
+    target: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreTable:
+    target: TableRef
+    version: int | None = None
+    timestamp: str | None = None  # a Spark SQL expression
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizeTable:
+    """OPTIMIZE (bin-packing, optionally ZORDER BY) or, with ``purge``, REORG ... PURGE."""
+
+    target: TableRef
+    where: exp.Expr | None = None
+    zorder: tuple[str, ...] = ()
+    purge: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumTable:
+    target: TableRef
+    retain_hours: float | None = None
+    dry_run: bool = False
+
+
+CommandStatement = (
+    InsertOverwrite
+    | AlterSetProperties
+    | AlterUnsetProperties
+    | AlterAddColumns
+    | DescribeDetail
+    | RestoreTable
+    | OptimizeTable
+    | VacuumTable
+)
+
+
+Statement = (
+    CreateTable
+    | InsertInto
+    | Query
+    | DescribeHistory
+    | Begin
+    | Commit
+    | Rollback
+    | Merge
+    | CommandStatement
+    | Delete
+    | Update
+    | Explain
+)

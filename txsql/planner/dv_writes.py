@@ -1,0 +1,357 @@
+"""Marking rows deleted: deletion vectors built and written on executors, or copy-on-write.
+
+DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame of
+``(_file, _row_index)`` pairs. :func:`mark_rows_deleted` turns it into Delta actions
+(reference/delta-protocol.md §3.9):
+
+* The pairs are shuffled by file; each task groups its row indexes into one bitmap per
+  file, unions it with the file's current DV (read on the executor), writes all its new
+  DVs into ONE ``deletion_vector_<uuid>.bin`` at the table root, and returns one small row
+  per file. Only those rows (descriptors and compact bitmaps) reach the driver.
+* Per file the driver emits ``remove(F, oldDV)`` + ``add(F, newDV)`` (stats loosened to
+  ``tightBounds: false``), or only ``remove(F)`` when every row of F is now deleted.
+* Without DVs (``delta.enableDeletionVectors`` off, the feature missing, or a file lacking
+  ``numRecords``) the touched files are rewritten without the deleted rows: copy-on-write.
+  The rewrite filters by the bitmaps the first pass returned, so a non-deterministic
+  condition is evaluated exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyroaring import BitMap64
+
+from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.errors import TxSqlError
+from txsql.log import features, properties
+from txsql.log.actions import Action, AddFile, RemoveFile
+from txsql.log.snapshot import Snapshot
+from txsql.txn.rowlevel import loosen_stats, num_records
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from txsql.planner.context import RunContext
+
+FILE = "_file"
+ROW_INDEX = "_row_index"
+# Column names of expanded deleted rows; unlikely to collide with table columns.
+_DEL_PATH = "_txsql_deleted_file"
+_DEL_ROW = "_txsql_deleted_row"
+# What each executor task returns per touched file.
+_RESULT = pa.schema(
+    [
+        ("path", pa.string()),
+        ("storage_type", pa.string()),
+        ("dv", pa.string()),
+        ("offset", pa.int32()),
+        ("size", pa.int32()),
+        ("cardinality", pa.int64()),
+        ("all_deleted", pa.bool_()),
+        ("num_new", pa.int64()),
+        ("new_rows", pa.binary()),
+    ]
+)
+_RESULT_DDL = (
+    "path string, storage_type string, dv string, offset int, size int, cardinality bigint, "
+    "all_deleted boolean, num_new bigint, new_rows binary"
+)
+# Per candidate file, shipped to executors in the task closure (not per row):
+# (numRecords or None, DV descriptor fields or None, whether a DV may be written).
+FileInfo = tuple[int | None, tuple[str, str, int, int, int | None] | None, bool]
+
+
+@dataclass
+class DeletionOutcome:
+    """The actions and counters of marking rows deleted.
+
+    Attributes:
+        actions: remove/add actions to stage (DV updates, whole-file removes, rewrites).
+        num_deleted_rows: Rows newly deleted (distinct).
+        num_removed_files: Files removed outright (all rows deleted, or rewritten).
+        num_added_files: New data files (copy-on-write rewrites only).
+        num_dvs_added: Files that had no DV and now have one.
+        num_dvs_updated: Files whose DV was replaced by a larger one.
+        num_dvs_removed: Files with a DV that were removed or rewritten.
+        num_copied_rows: Rows copied into rewritten files (copy-on-write).
+        num_removed_bytes: Bytes of removed files.
+        num_added_bytes: Bytes of new data files.
+        rewrite_time_ms: Time spent rewriting files (copy-on-write).
+        matched_rows_by_file: Newly deleted physical row indexes per file path (read set).
+        touched_files: The files (as read) that lost rows.
+        written_paths: Absolute paths of the DV and data files written (for cleanup).
+    """
+
+    actions: list[Action] = field(default_factory=list)
+    num_deleted_rows: int = 0
+    num_removed_files: int = 0
+    num_added_files: int = 0
+    num_dvs_added: int = 0
+    num_dvs_updated: int = 0
+    num_dvs_removed: int = 0
+    num_copied_rows: int = 0
+    num_removed_bytes: int = 0
+    num_added_bytes: int = 0
+    rewrite_time_ms: int = 0
+    matched_rows_by_file: dict[str, BitMap64] = field(default_factory=dict)
+    touched_files: list[AddFile] = field(default_factory=list)
+    written_paths: list[str] = field(default_factory=list)
+
+    def dv_metrics(self, prefix: str = "num") -> dict[str, int]:
+        """Delta's DV counters: added and removed both include updated DVs.
+
+        ``prefix="numTarget"`` gives MERGE's names (``numTargetDeletionVectorsAdded``...).
+        """
+        return {
+            f"{prefix}DeletionVectorsAdded": self.num_dvs_added + self.num_dvs_updated,
+            f"{prefix}DeletionVectorsRemoved": self.num_dvs_removed + self.num_dvs_updated,
+            f"{prefix}DeletionVectorsUpdated": self.num_dvs_updated,
+        }
+
+    def cleanup(self) -> None:
+        """Delete the files this outcome wrote (after a failure; never once committed)."""
+        for path in self.written_paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def deletion_vectors_allowed(snapshot: Snapshot) -> bool:
+    """Whether DML may write DVs: the property is on and the protocol has the feature."""
+    return properties.deletion_vectors_enabled(snapshot.configuration) and (
+        "deletionVectors" in features.writer_features(snapshot.protocol)
+    )
+
+
+def remove_action(add: AddFile, timestamp: int | None = None) -> RemoveFile:
+    """Delta Spark's ``AddFile.removeWithTimestamp``: the add's metadata, extended."""
+    return RemoveFile(
+        path=add.path,
+        deletion_timestamp=int(time.time() * 1000) if timestamp is None else timestamp,
+        data_change=True,
+        extended_file_metadata=True,
+        partition_values=add.partition_values,
+        size=add.size,
+        stats=add.stats,
+        tags=add.tags,
+        deletion_vector=add.deletion_vector,
+        base_row_id=add.base_row_id,
+        default_row_commit_version=add.default_row_commit_version,
+    )
+
+
+def mark_rows_deleted(
+    ctx: RunContext,
+    snapshot: Snapshot,
+    matched: DataFrame,
+    *,
+    candidates: Sequence[AddFile] | None = None,
+) -> DeletionOutcome:
+    """Delete the rows ``matched`` names from the table as of ``snapshot``.
+
+    Args:
+        ctx: The statement's context (its Spark session).
+        snapshot: The snapshot the rows were read from (with staged writes, if any).
+        matched: ``_file`` (AddFile.path as in the log) and ``_row_index`` per row to
+            delete; duplicates are harmless. Evaluated exactly once.
+        candidates: The files ``matched`` can name (default: every file of the snapshot);
+            passing the scanned files keeps the task closure small.
+
+    Returns:
+        The actions to stage and Delta's counters. Nothing is staged or committed.
+
+    Raises:
+        TxSqlError: If a row names a file outside ``candidates`` (a planner bug).
+    """
+    files = list(snapshot.files if candidates is None else candidates)
+    by_path = {f.path: f for f in files}
+    dv_ok = deletion_vectors_allowed(snapshot)
+    info: dict[str, FileInfo] = {}
+    for f in files:
+        total = num_records(f.stats)
+        dv = f.deletion_vector
+        fields = None
+        if dv is not None:
+            fields = (
+                dv.storage_type,
+                dv.path_or_inline_dv,
+                dv.size_in_bytes,
+                dv.cardinality,
+                dv.offset,
+            )
+        info[f.path] = (total, fields, dv_ok and total is not None)
+    root = snapshot.table_root
+    results = (
+        matched.select(FILE, ROW_INDEX)
+        .repartition(FILE)
+        .mapInArrow(_bitmap_task(root, info), _RESULT_DDL)
+        .collect()
+    )
+    outcome = DeletionOutcome()
+    now = int(time.time() * 1000)
+    rewrite: list[tuple[AddFile, BitMap64]] = []
+    for row in results:
+        add = by_path[row["path"]]
+        if not row["num_new"]:
+            continue  # only rows already deleted: nothing changes in this file
+        fresh = BitMap64.deserialize(row["new_rows"])
+        outcome.touched_files.append(add)
+        outcome.matched_rows_by_file[add.path] = fresh
+        outcome.num_deleted_rows += int(row["num_new"])
+        if row["dv"] is not None:
+            new_dv = DeletionVectorDescriptor(
+                row["storage_type"], row["dv"], row["size"], row["cardinality"], row["offset"]
+            )
+            dv_path = new_dv.absolute_path(root)
+            if dv_path is not None and dv_path not in outcome.written_paths:
+                outcome.written_paths.append(dv_path)
+            updated = replace(
+                add, deletion_vector=new_dv, stats=loosen_stats(add.stats), data_change=True
+            )
+            outcome.actions += [remove_action(add, now), updated]
+            if add.deletion_vector is None:
+                outcome.num_dvs_added += 1
+            else:
+                outcome.num_dvs_updated += 1
+        elif row["all_deleted"]:
+            _count_removed(outcome, add)
+            outcome.actions.append(remove_action(add, now))
+        else:
+            rewrite.append((add, fresh))
+    if rewrite:
+        _copy_on_write(ctx, snapshot, rewrite, outcome, now)
+    return outcome
+
+
+def _count_removed(outcome: DeletionOutcome, add: AddFile) -> None:
+    outcome.num_removed_files += 1
+    outcome.num_removed_bytes += add.size
+    if add.deletion_vector is not None:
+        outcome.num_dvs_removed += 1
+
+
+def _copy_on_write(
+    ctx: RunContext,
+    snapshot: Snapshot,
+    rewrite: list[tuple[AddFile, BitMap64]],
+    outcome: DeletionOutcome,
+    now: int,
+) -> None:
+    """Rewrite files without their newly deleted rows (bitmaps expanded on executors)."""
+
+    from txsql.engine.scan import resolve_path, scan_snapshot
+    from txsql.engine.write import write_data_files
+
+    started = time.perf_counter()
+    spark = ctx.spark
+    files = tuple(add for add, _ in rewrite)
+    bitmaps = pa.table(
+        {"p": [add.path for add, _ in rewrite], "b": [rows.serialize() for _, rows in rewrite]}
+    )
+    deleted = spark.createDataFrame(bitmaps).mapInArrow(
+        _expand_task, f"{_DEL_PATH} string, {_DEL_ROW} bigint"
+    )
+    scan = scan_snapshot(spark, replace(snapshot, files=files), with_row_ids=True)
+    condition = (scan[FILE] == deleted[_DEL_PATH]) & (scan[ROW_INDEX] == deleted[_DEL_ROW])
+    kept = scan.join(deleted, condition, "left_anti").drop(FILE, ROW_INDEX)
+    adds = write_data_files(spark, kept, snapshot.table_root, snapshot.metadata)
+    outcome.written_paths += [resolve_path(snapshot.table_root, a.path) for a in adds]
+    for add in files:
+        _count_removed(outcome, add)
+        outcome.actions.append(remove_action(add, now))
+    outcome.actions += adds
+    outcome.num_added_files += len(adds)
+    outcome.num_added_bytes += sum(a.size for a in adds)
+    outcome.num_copied_rows += sum(num_records(a.stats) or 0 for a in adds)
+    outcome.rewrite_time_ms += int((time.perf_counter() - started) * 1000)
+
+
+def _expand_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: (path, serialized bitmap) -> one (path, row index) row per row."""
+    import numpy as np
+
+    for batch in batches:
+        cols = batch.to_pydict()
+        for path, data in zip(cols["p"], cols["b"]):
+            rows = np.asarray(BitMap64.deserialize(data).to_array(), dtype=np.int64)
+            paths = pa.array([path] * len(rows), pa.string())
+            yield pa.RecordBatch.from_arrays([paths, pa.array(rows)], names=[_DEL_PATH, _DEL_ROW])
+
+
+def _bitmap_task(
+    root: str, info: dict[str, FileInfo]
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The executor function: group row indexes per file, merge DVs, write one DV file."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from txsql.dv.store import read_deletion_vector, write_deletion_vectors
+        from txsql.storage.filesystem import LocalFileIO
+
+        found = _group_rows(batches)
+        if not found:
+            return
+        fs = LocalFileIO()
+        rows: list[dict[str, Any]] = []
+        to_write: list[tuple[dict[str, Any], BitMap64]] = []
+        for path, new in found.items():
+            if path not in info:
+                raise TxSqlError(f"row of unexpected file {path!r} marked for deletion")
+            total, dv_fields, dv_ok = info[path]
+            old = BitMap64()
+            if dv_fields is not None:
+                old = read_deletion_vector(DeletionVectorDescriptor(*dv_fields), root, fs)
+            fresh = new - old
+            union = old | fresh
+            if total is not None and union and union.max() >= total:
+                raise TxSqlError(
+                    f"row index {union.max()} is beyond the {total} rows of {path}",
+                    hint="The file's stats disagree with its data; the table is unchanged.",
+                )
+            all_deleted = total is not None and len(union) >= total
+            row = {
+                "path": path,
+                "all_deleted": all_deleted,
+                "num_new": len(fresh),
+                "new_rows": fresh.serialize(),
+            }
+            rows.append(row)
+            if dv_ok and not all_deleted and fresh:
+                to_write.append((row, union))
+        descriptors = write_deletion_vectors(root, fs, [bitmap for _, bitmap in to_write])
+        for (row, _), d in zip(to_write, descriptors):
+            row.update(
+                storage_type=d.storage_type,
+                dv=d.path_or_inline_dv,
+                offset=d.offset,
+                size=d.size_in_bytes,
+                cardinality=d.cardinality,
+            )
+        yield pa.RecordBatch.from_pylist(rows, schema=_RESULT)
+
+    return run
+
+
+def _group_rows(batches: Iterable[pa.RecordBatch]) -> dict[str, BitMap64]:
+    """Row indexes per file path, grouped with numpy (no Python loop over rows)."""
+    import numpy as np
+
+    found: dict[str, BitMap64] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        encoded = batch.column(0).dictionary_encode()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        rows = batch.column(1).to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        codes, rows = codes[order], rows[order]
+        bounds = np.flatnonzero(np.diff(codes)) + 1
+        for chunk_codes, chunk_rows in zip(np.split(codes, bounds), np.split(rows, bounds)):
+            path = encoded.dictionary[int(chunk_codes[0])].as_py()
+            found.setdefault(path, BitMap64()).update(chunk_rows.astype(np.uint64))
+    return found

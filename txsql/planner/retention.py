@@ -1,0 +1,111 @@
+"""Log cleanup (Delta's ``MetadataCleanup``) and the file-set rules VACUUM shares.
+
+After a checkpoint, commit and checkpoint files older than ``delta.logRetentionDuration``
+(default 30 days) are deleted, but only those *before the newest checkpoint that is itself
+older than the cutoff*: every version from that checkpoint on stays rebuildable, and the
+table is never left without a starting point. Timestamps are the commit files' adjusted
+modification times (strictly increasing, like Delta), so what is deleted is always a
+prefix of the log. ``delta.enableExpiredLogCleanup = false`` turns cleanup off. Time
+travel to a deleted version then raises :class:`~txsql.errors.VersionNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from urllib.parse import unquote, urlparse
+
+from txsql.errors import TxSqlError
+from txsql.log import properties
+from txsql.log.deltalog import DeltaLog
+from txsql.log.history import monotonic_timestamps
+from txsql.log.segment import find_segment, list_log
+from txsql.log.snapshot import Snapshot
+
+logger = logging.getLogger(__name__)
+
+_VERSIONED = re.compile(r"^(\d{20})\.")
+
+
+def cleanup_after_commit(log: DeltaLog, version: int) -> list[str]:
+    """Clean up the log if ``version`` was just checkpointed (never raises)."""
+    try:
+        if not log.store.fs.exists(log.store.log_path(f"{version:020d}.checkpoint.parquet")):
+            return []
+        return cleanup_expired_logs(log)
+    except TxSqlError:
+        logger.warning("log cleanup after version %d failed", version, exc_info=True)
+    except OSError:
+        logger.warning("log cleanup after version %d failed", version, exc_info=True)
+    return []
+
+
+def cleanup_expired_logs(log: DeltaLog, now_ms: int | None = None) -> list[str]:
+    """Delete expired commits and checkpoints; return the deleted file names, oldest first."""
+    store = log.store
+    latest = log.snapshot()
+    conf = latest.configuration
+    if conf.get("delta.enableExpiredLogCleanup", "true").strip().lower() == "false":
+        return []
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now_ms - properties.log_retention_ms(conf)
+    listing = list_log(store)
+    versions = sorted(listing.commits)
+    mtimes = [listing.commits[v].modification_time for v in versions]
+    stamps = dict(zip(versions, monotonic_timestamps(mtimes), strict=True))
+    keep_from = None
+    for cp in sorted(listing.checkpoints, reverse=True):
+        stamp = stamps.get(cp)
+        if stamp is None:
+            stamp = max(s.modification_time for _, s in listing.checkpoints[cp])
+        if stamp > cutoff or cp > latest.version:
+            continue
+        segment = find_segment(store, cp, listing=listing)
+        if segment.checkpoint is not None and segment.checkpoint.version == cp:
+            keep_from = cp
+            break
+    if keep_from is None:
+        return []
+    doomed = []
+    for status in store.fs.list_dir(store.log_dir):
+        m = _VERSIONED.match(status.name)
+        if m is not None and int(m.group(1)) < keep_from:
+            doomed.append((int(m.group(1)), status.name))
+    deleted = []
+    # Oldest first: if we stop half-way the log still starts at a readable prefix.
+    for _, name in sorted(doomed):
+        try:
+            store.fs.delete(store.log_path(name))
+        except FileNotFoundError:
+            continue
+        deleted.append(name)
+    return deleted
+
+
+def data_file_path(root: str, path: str) -> str:
+    """Local path of an add/remove ``path`` (relative and URI-encoded, or absolute URI)."""
+    parsed = urlparse(path)
+    if parsed.scheme:
+        return os.path.normpath(unquote(parsed.path))
+    return os.path.normpath(os.path.join(root, unquote(path)))
+
+
+def referenced_files(snapshot: Snapshot, root: str, cutoff_ms: int) -> set[str]:
+    """Local paths VACUUM must keep: live files, their DVs, and unexpired tombstones'."""
+    keep: set[str] = set()
+    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
+    entries += [
+        (r.path, r.deletion_vector)
+        for r in snapshot.tombstones
+        if (r.deletion_timestamp or 0) > cutoff_ms
+    ]
+    for path, dv in entries:
+        keep.add(data_file_path(root, path))
+        absolute = getattr(dv, "absolute_path", None)
+        if absolute is not None:
+            located = absolute(root)
+            if located is not None:
+                keep.add(os.path.normpath(located))
+    return keep

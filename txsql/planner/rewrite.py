@@ -1,0 +1,123 @@
+"""Helpers the overwrite and maintenance statements share: removes, scans of a file subset,
+row counts from stats, and the Result of a commit."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from txsql.engine.scan import scan_snapshot
+from txsql.log.actions import AddFile, RemoveFile
+from txsql.log.schema import parse_partition_value, parse_schema
+from txsql.log.snapshot import Snapshot
+from txsql.result import Result
+from txsql.txn.result import CommitResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def remove_of(add: AddFile, *, data_change: bool, timestamp: int | None = None) -> RemoveFile:
+    """The ``remove`` Delta Spark builds from an add (``AddFile.removeWithTimestamp``)."""
+    return RemoveFile(
+        path=add.path,
+        deletion_timestamp=int(time.time() * 1000) if timestamp is None else timestamp,
+        data_change=data_change,
+        extended_file_metadata=True,
+        partition_values=dict(add.partition_values),
+        size=add.size,
+        stats=add.stats,
+        tags=add.tags,
+        deletion_vector=add.deletion_vector,
+        base_row_id=add.base_row_id,
+        default_row_commit_version=add.default_row_commit_version,
+    )
+
+
+def physical_records(add: AddFile) -> int | None:
+    """``numRecords`` from the file's stats (rows in the Parquet file), if recorded."""
+    if not add.stats:
+        return None
+    value = json.loads(add.stats).get("numRecords")
+    return int(value) if isinstance(value, int) else None
+
+
+def live_records(add: AddFile) -> int | None:
+    """Rows of the file not deleted by its deletion vector, if stats say."""
+    physical = physical_records(add)
+    if physical is None:
+        return None
+    return physical - (add.deletion_vector.cardinality if add.deletion_vector else 0)
+
+
+def total_records(adds: Iterable[AddFile]) -> int:
+    return sum(live_records(a) or 0 for a in adds)
+
+
+def scan_files(
+    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], *, with_row_ids: bool = False
+) -> DataFrame:
+    """The live rows of just ``files`` of ``snapshot`` (deletion vectors applied)."""
+    return scan_snapshot(spark, replace(snapshot, files=tuple(files)), with_row_ids=with_row_ids)
+
+
+def partition_key(add: AddFile, snapshot: Snapshot) -> tuple[Any, ...]:
+    """The file's typed partition values in partition-column order (comparable across
+    writers that serialize values differently)."""
+    types = {f.name.lower(): f.type for f in parse_schema(snapshot.metadata.schema_string).fields}
+    values = {k.lower(): v for k, v in add.partition_values.items()}
+    return tuple(
+        parse_partition_value(values.get(c.lower()), types[c.lower()])
+        for c in snapshot.partition_columns
+    )
+
+
+def size_summary(files: Sequence[AddFile]) -> dict[str, int | float | None]:
+    """Delta's OPTIMIZE ``filesAdded`` / ``filesRemoved`` summary."""
+    sizes = [f.size for f in files]
+    return {
+        "min": min(sizes) if sizes else None,
+        "max": max(sizes) if sizes else None,
+        "avg": (sum(sizes) / len(sizes)) if sizes else 0.0,
+        "totalFiles": len(sizes),
+        "totalSize": sum(sizes),
+    }
+
+
+def commit_result(
+    text: str,
+    table: str,
+    operation: str,
+    committed: CommitResult | None,
+    read_version: int | None,
+    metrics: dict[str, int] | None = None,
+    *,
+    df: Any = None,
+    message: str = "",
+) -> Result:
+    """The Result of a statement that committed (or staged, inside BEGIN ... COMMIT)."""
+    if committed is None:
+        return Result(
+            text,
+            operation,
+            read_version=read_version,
+            table=table,
+            metrics=dict(metrics or {}),
+            df=df,
+            message=message or "staged; COMMIT to write it",
+        )
+    info = committed.commit_info
+    return Result(
+        text,
+        info.operation or operation,
+        version=committed.version,
+        read_version=committed.read_version,
+        table=table,
+        metrics=dict(metrics or {}),
+        operation_metrics=dict(info.operation_metrics or {}),
+        df=df,
+        message=message,
+    )

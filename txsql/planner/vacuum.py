@@ -1,0 +1,174 @@
+"""VACUUM t [RETAIN n HOURS] [DRY RUN]: delete files no retained version needs.
+
+A file under the table root is deleted when (Delta's ``VacuumCommand``):
+
+* no live file of the current version is it, or its deletion vector;
+* no tombstone younger than the retention (``delete before = now - retention``) names it
+  or its DV: versions inside the window stay readable by time travel;
+* its modification time is older than ``delete before`` too, so files a writer is still
+  committing (not in the log yet) are safe.
+
+That covers expired tombstones and orphans: files a failed statement wrote, leftovers in
+txsql's ``_txsql_staging/``, unreferenced ``deletion_vector_*.bin``. ``_delta_log`` and
+other hidden (``_``/``.``-prefixed) entries are never touched. The retention defaults to
+``delta.deletedFileRetentionDuration`` (7 days); a shorter RETAIN is refused unless the
+Spark conf ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``.
+
+A real run commits ``VACUUM START`` (files to delete) before deleting and ``VACUUM END``
+after, both without file actions, as Delta does; DRY RUN lists the files and commits
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from txsql.engine.write import STAGING_DIR
+from txsql.errors import TransactionError, TxSqlError
+from txsql.log import properties
+from txsql.planner.context import RunContext
+from txsql.planner.retention import referenced_files
+from txsql.planner.statements import VacuumTable
+from txsql.result import Result
+from txsql.storage.paths import parse_location
+
+CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+_HOUR_MS = 3_600_000
+
+
+class RetentionTooShortError(TxSqlError):
+    """VACUUM RETAIN is shorter than the table's deleted-file retention."""
+
+
+def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
+    if ctx.explicit is not None:
+        raise TransactionError(
+            "VACUUM cannot run inside BEGIN ... COMMIT",
+            hint="COMMIT or ROLLBACK first; VACUUM deletes files and cannot be rolled back.",
+        )
+    log = ctx.catalog.existing_log(statement.target)
+    snapshot = log.snapshot()
+    table_ms = properties.deleted_file_retention_ms(snapshot.configuration)
+    retain_ms = (
+        table_ms if statement.retain_hours is None else int(statement.retain_hours * _HOUR_MS)
+    )
+    check = str(ctx.spark.conf.get(CHECK_CONF, "true") or "true").strip().lower() != "false"
+    if check and retain_ms < table_ms:
+        raise RetentionTooShortError(
+            f"VACUUM RETAIN {statement.retain_hours:g} HOURS is shorter than the table's "
+            f"retention of {table_ms / _HOUR_MS:g} hours (delta.deletedFileRetentionDuration): "
+            "files that concurrent readers or time travel still need could be deleted",
+            hint=f"Use RETAIN {table_ms / _HOUR_MS:g} HOURS or more. If you are sure no "
+            "reader or writer needs older versions, run "
+            f"SET {CHECK_CONF} = false (spark.conf.set) first.",
+        )
+    root = parse_location(snapshot.table_root).path
+    cutoff = int(time.time() * 1000) - retain_ms
+    doomed = files_to_delete(root, referenced_files(snapshot, root, cutoff), cutoff)
+    if statement.dry_run:
+        df = ctx.spark.createDataFrame([(p,) for p in doomed], "path STRING")
+        return Result(
+            text,
+            "VACUUM",
+            version=snapshot.version,
+            table=statement.target.display,
+            metrics={"numFilesToDelete": len(doomed)},
+            df=df,
+            message=f"{len(doomed)} file(s) would be deleted (dry run)",
+        )
+    size = sum(_size(p) for p in doomed)
+    start = ctx.transaction(log)
+    ctx.commit(
+        start,
+        "VACUUM START",
+        {
+            "retentionCheckEnabled": check,
+            "defaultRetentionMillis": table_ms,
+            "specifiedRetentionMillis": retain_ms,
+        },
+        {"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
+    )
+    deleted = 0
+    for path in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            deleted += 1
+    directories = _remove_empty_dirs(root)
+    end = ctx.transaction(log)
+    committed = ctx.commit(
+        end,
+        "VACUUM END",
+        {"status": "COMPLETED"},
+        {"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
+    )
+    df = ctx.spark.createDataFrame([(snapshot.table_root,)], "path STRING")
+    return Result(
+        text,
+        "VACUUM",
+        version=committed.version if committed else None,
+        read_version=snapshot.version,
+        table=statement.target.display,
+        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
+        operation_metrics=dict(committed.commit_info.operation_metrics or {}) if committed else {},
+        df=df,
+        message=f"deleted {deleted} file(s)",
+    )
+
+
+def files_to_delete(root: str, keep: set[str], cutoff_ms: int) -> list[str]:
+    """Sorted local paths under ``root`` that VACUUM deletes (see the module docstring)."""
+    doomed = []
+    for directory, dirs, names in os.walk(root):
+        inside_staging = _inside(root, directory, STAGING_DIR)
+        if not inside_staging:
+            # Hidden directories (the log, _change_data, .git...) are never vacuumed,
+            # except txsql's own staging area for files of unfinished writes.
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_")) or d == STAGING_DIR]
+        for name in names:
+            if not inside_staging and name.startswith((".", "_")):
+                continue
+            path = os.path.normpath(os.path.join(directory, name))
+            if path in keep:
+                continue
+            try:
+                mtime_ms = os.stat(path).st_mtime * 1000
+            except FileNotFoundError:
+                continue
+            if mtime_ms < cutoff_ms:
+                doomed.append(path)
+    return sorted(doomed)
+
+
+def _inside(root: str, directory: str, name: str) -> bool:
+    relative = os.path.relpath(directory, root)
+    return relative.split(os.sep)[0] == name
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _remove_empty_dirs(root: str) -> int:
+    """Remove directories left empty (partitions, staging); never the root or the log."""
+    removed = 0
+    for directory, _, _ in os.walk(root, topdown=False):
+        if os.path.normpath(directory) == os.path.normpath(root):
+            continue
+        if _inside(root, directory, "_delta_log"):
+            continue
+        relative = os.path.relpath(directory, root)
+        if relative.split(os.sep)[0].startswith((".", "_")) and not _inside(
+            root, directory, STAGING_DIR
+        ):
+            continue
+        try:
+            os.rmdir(directory)
+        except OSError:
+            continue
+        removed += 1
+    return removed

@@ -16,6 +16,7 @@ from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.delete import run_delete
 from txsql.planner.explain import run_explain
 from txsql.planner.history import run_describe_history
+from txsql.planner.idempotent import AppWrite, run_idempotent
 from txsql.planner.merge import run_merge
 from txsql.planner.params import bind_parameters
 from txsql.planner.query import run_query
@@ -88,23 +89,45 @@ class Session:
         self.catalog = Catalog(self.warehouse)
         self._context = RunContext(self.spark, self.catalog, max_commit_attempts)
 
-    def sql(self, text: str, params: Mapping[str, Any] | None = None) -> Result:
+    def sql(
+        self,
+        text: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+    ) -> Result:
         """Run one statement or a script of several; return the last statement's result.
 
-        ``:name`` placeholders are bound from ``params`` as typed literals.
+        ``:name`` placeholders are bound from ``params`` as typed literals. With
+        ``app_id`` and ``app_version`` every write statement is exactly-once: if the
+        table already records that version (or a newer one) of the app, the statement
+        does nothing and its Result's ``message`` says so.
         """
-        results = self.run_script(text, params)
+        results = self.run_script(text, params, app_id=app_id, app_version=app_version)
         if not results:
             raise SqlError("no SQL statement to run", hint="Write a statement, e.g. SELECT 1.")
         return results[-1]
 
-    def run_script(self, text: str, params: Mapping[str, Any] | None = None) -> list[Result]:
+    def run_script(
+        self,
+        text: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+    ) -> list[Result]:
         """Run every statement of ``text`` in order; stop at the first error.
 
         The whole script is parsed and its parameters bound before anything runs, so a
-        syntax error or a missing parameter anywhere runs nothing.
+        syntax error or a missing parameter anywhere runs nothing. ``app_id`` /
+        ``app_version``: as in :meth:`sql`.
         """
-        return [self._run(parsed) for parsed in self._parse(text, params)]
+        app = AppWrite.from_args(app_id, app_version)
+        statements = self._parse(text, params)
+        return run_idempotent(
+            self._context, app, statements, self._run, lambda parsed: parsed.source.text
+        )
 
     def _parse(self, text: str, params: Mapping[str, Any] | None) -> list[ParsedStatement]:
         statements = []

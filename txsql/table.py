@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.scan import scan_snapshot
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
 
+    from txsql.result import Result
     from txsql.session import Session
 
 
@@ -65,6 +67,52 @@ class Table:
 
     def to_pandas(self, version: int | None = None, timestamp: Any = None) -> pd.DataFrame:
         return self.to_spark(version, timestamp).toPandas()
+
+    def append(
+        self,
+        df: DataFrame | pd.DataFrame,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+    ) -> Result:
+        """Append rows (a Spark or pandas DataFrame; columns matched by name) as one commit.
+
+        A blind append (operation ``WRITE``, mode ``Append``) like ``INSERT INTO``. With
+        ``app_id`` and ``app_version`` it is exactly-once: when the table already records
+        that version of the app (or a newer one) nothing is written and the Result's
+        ``message`` says so; otherwise the commit records it in a ``txn`` action.
+        """
+        from txsql.planner.context import RunContext
+        from txsql.planner.idempotent import AppWrite, StatementSkipped
+        from txsql.planner.writes import append_dataframe
+
+        app = AppWrite.from_args(app_id, app_version)
+        base = self._session._context
+        # Its own autocommit context: an append never joins a SQL BEGIN of the session.
+        ctx = RunContext(base.spark, base.catalog, base.max_commit_attempts, app=app)
+        import pandas as pd
+
+        if isinstance(df, pd.DataFrame):  # Spark infers the types; conforming casts them
+            df = base.spark.createDataFrame(df)
+        try:
+            return append_dataframe(ctx, self.log, df, self.name)
+        except StatementSkipped as skipped:
+            return skipped.result(f"append to {self.name}", self.name)
+
+    def app_version(self, app_id: str) -> int | None:
+        """The last version ``app_id`` committed to this table (None if it never did)."""
+        return self.log.snapshot().app_versions.get(app_id)
+
+    def foreach_batch_writer(self, app_id: str) -> Callable[[DataFrame, int], None]:
+        """A Structured Streaming ``foreachBatch`` function appending each batch once.
+
+        ``app_id`` must stay the same across restarts of the query (one per query and
+        table); the batch id is the app version, so a batch replayed after a restart is
+        skipped.
+        """
+        from txsql.streaming import foreach_batch_writer
+
+        return foreach_batch_writer(self, app_id)
 
     def __repr__(self) -> str:
         return f"<txsql.Table {self.name} at {self.location}>"

@@ -25,6 +25,8 @@ from txsql.txn.transaction import Transaction
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from txsql.planner.idempotent import AppWrite
+
 
 @dataclass
 class StagedStatement:
@@ -54,15 +56,30 @@ class RunContext:
     catalog: Catalog
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
+    app: AppWrite | None = None  # exactly-once (app id, version) of the current call
 
     def transaction(self, log: DeltaLog) -> Transaction:
-        """The transaction a statement on ``log``'s table runs in."""
+        """The transaction a statement on ``log``'s table runs in.
+
+        With an app id bound to the call, its recorded version is checked first: a
+        statement whose version is already committed stops here (``StatementSkipped``),
+        before any Spark job or file write.
+        """
         if self.explicit is None:
-            return self._new_transaction(log, None)
+            txn = self._new_transaction(log, None)
+            if self.app is not None:
+                self.app.bind(txn)
+            return txn
         if self.explicit.txn is None:
-            self.explicit.txn = self._new_transaction(log, self.explicit.isolation)
+            txn = self._new_transaction(log, self.explicit.isolation)
+            if self.app is not None:
+                self.app.bind(txn)  # a skipped first statement leaves no transaction bound
+            self.explicit.txn = txn
+            return txn
         txn = self.explicit.txn
         txn.require_table(log.table_root)
+        if self.app is not None:
+            self.app.bind(txn)
         return txn
 
     def commit(
@@ -87,6 +104,8 @@ class RunContext:
             )
             return None
         committed = txn.commit(operation, parameters, metrics)
+        if self.app is not None:
+            self.app.committed(txn, committed)
         cleanup_after_commit(txn.log, committed.version)
         return committed
 

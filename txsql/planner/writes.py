@@ -107,6 +107,23 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     return _commit_result(text, statement.target.display, committed, adds, txn.read_version)
 
 
+def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) -> Result:
+    """Blind-append ``df`` to ``log``'s table, columns matched by name like INSERT (cols).
+
+    With an app id bound to ``ctx`` the check happens in ``ctx.transaction`` before any
+    file is written.
+    """
+    txn = ctx.transaction(log)
+    snapshot = txn.current_snapshot()
+    assert snapshot is not None
+    conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table)
+    adds = write_data_files(ctx.spark, conformed, snapshot.table_root, snapshot.metadata)
+    txn.stage(adds)
+    parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
+    committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
+    return _commit_result(f"append to {table}", table, committed, adds, txn.read_version)
+
+
 def _as_query(statement: InsertInto) -> Any:
     from sqlglot import exp
 

@@ -122,9 +122,9 @@ def timestamp_ms(expression: str, spark: SparkSession | None) -> int:
 
 
 def sql_string(text: str) -> str:
-    """Quote ``text`` as a Spark SQL string literal.
+    r"""Quote ``text`` as a Spark SQL string literal.
 
-    >>> sql_string("it's")
-    "'it\\'s'"
+    >>> print(sql_string("it's"))
+    'it\'s'
     """
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -1,0 +1,336 @@
+"""DELETE / UPDATE / MERGE on txsql (deletion vectors) vs the ``deltalake`` package (delta-rs).
+
+Run: ``python benchmarks/dml.py [--rows N] [--k-column NAME]`` (default 5,000,000 rows;
+``local[2]``; ``--k-column`` renames the int column ``k``).
+
+In one process it builds the same table twice in a temp dir -- ``id`` bigint 0..N-1,
+``k`` int ``id % 100``, ``v`` double ``(id * 7919 % 100003) / 8`` (exact in float64, so sums
+compare exactly), ``s`` string ``'name-<id % 1000>'`` -- once written by txsql (CREATE TABLE
++ ``INSERT ... SELECT ... FROM range(...)`` in 10 Spark partitions, i.e. 10 files) and once
+by ``deltalake.write_deltalake`` from the equivalent pyarrow table (``target_file_size`` set
+from the txsql table's mean file size, so a similar file count). Then, on each table:
+
+1. DELETE of 1 row by id (in the middle of the table; stats prune to one file);
+2. UPDATE of 1 % of the rows: ``SET v = v + 1 WHERE k = 7`` (rows in every file);
+3. MERGE of N/50 source rows (100k at 5M), half matching existing ids spread evenly over the
+   table, half new ids: ``WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT
+   *``.
+
+txsql runs the SQL through ``txsql.Session``; delta-rs runs ``DeltaTable.delete`` /
+``.update`` / ``.merge`` with default options. Each operation is timed once (they change
+the table, so there is no best-of), wall clock around the call: ``Session.sql`` for txsql
+(parse, plan, snapshot load, Spark jobs, commit) and ``DeltaTable(path)`` + the operation
+for delta-rs. Spark is warmed before timing by running the three statements on a 1,000-row
+table (and delta-rs likewise). Bytes written = the sizes of files newly created under the
+table dir by the operation (data + DV files, ``_delta_log`` excluded), by listing the dir
+before and after.
+
+After every operation both tables are read by an independent reader -- DuckDB's
+``delta_scan`` for the txsql table, ``deltalake``'s ``QueryBuilder`` for the delta-rs table
+-- and ``count``, ``sum(id)``, ``sum(v)`` and ``min/max(s)`` per ``k`` must be equal; it
+prints "contents match" (or the first difference).
+
+Prints, per operation: rows affected, wall time, bytes and files written for both, the
+ratios txsql/delta-rs, and the goals (DELETE faster than delta-rs with < 1 KB written;
+UPDATE and MERGE no slower, with < 5 % of delta-rs's bytes). No assertions on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+os.environ.setdefault("TXSQL_DRIVER_MEMORY", "4g")
+
+import txsql
+from txsql.engine.spark import local_session
+
+FILES = 10
+K = "k"  # the int column's name; --k-column renames it (see main)
+CHECK_SQL = (
+    "SELECT {k}, count(*) AS n, sum(id) AS sid, sum(v) AS sv, min(s) AS smin, max(s) AS smax "
+    "FROM {table} GROUP BY {k} ORDER BY {k}"
+)
+
+
+# --- the data, once in Spark SQL and once in numpy/pyarrow (must be identical) ------------
+
+
+def txsql_select(start: int, end: int, partitions: int) -> str:
+    return (
+        f"SELECT id, CAST(id % 100 AS INT) AS {K}, "
+        "CAST(id * 7919 % 100003 AS DOUBLE) / 8 AS v, "
+        f"concat('name-', CAST(id % 1000 AS STRING)) AS s FROM range({start}, {end}, 1, "
+        f"{partitions})"
+    )
+
+
+def arrow_rows(ids: np.ndarray, v: np.ndarray | None = None) -> pa.Table:
+    ids = ids.astype(np.int64)
+    names = pa.array([f"name-{i}" for i in range(1000)])
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            K: pa.array((ids % 100).astype(np.int32)),
+            "v": pa.array(((ids * 7919) % 100003).astype(np.float64) / 8 if v is None else v),
+            "s": names.take(pa.array(ids % 1000)),
+        }
+    )
+
+
+def merge_source(rows: int) -> pa.Table:
+    """rows // 50 rows: half existing ids spread evenly over the table, half new ids."""
+    half = max(rows // 100, 1)
+    stride = rows // half
+    existing = np.arange(half, dtype=np.int64) * stride + np.arange(half) % stride  # varied k
+    new = rows + np.arange(half, dtype=np.int64)
+    ids = np.concatenate([existing, new])
+    return arrow_rows(ids, v=(ids % 1000).astype(np.float64) / 4 - 100.0)
+
+
+# --- measuring --------------------------------------------------------------------------
+
+
+def listing(root: str) -> dict[str, int]:
+    """Path -> size of every file under root except the Delta log."""
+    files: dict[str, int] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "_delta_log"]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            files[path] = os.path.getsize(path)
+    return files
+
+
+def measured(root: str, fn: Callable[[], Any]) -> tuple[float, int, int, Any]:
+    """(seconds, bytes of new files, number of new files, fn's result)."""
+    before = listing(root)
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    new = {p: n for p, n in listing(root).items() if p not in before}
+    return seconds, sum(new.values()), len(new), result
+
+
+def duckdb_connection() -> Any:
+    import glob
+
+    import duckdb
+    import duckdb_extension_delta
+
+    base = os.path.dirname(duckdb_extension_delta.__file__)
+    extension = sorted(glob.glob(os.path.join(base, "extensions", "v*", "delta.duckdb_extension")))
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension[-1]}'")
+    return con
+
+
+def duckdb_contents(path: str) -> list[tuple[Any, ...]]:
+    con = duckdb_connection()
+    try:
+        rows = con.execute(CHECK_SQL.format(k=K, table=f"delta_scan('{path}')")).fetchall()
+        return [tuple(r) for r in rows]
+    finally:
+        con.close()
+
+
+def deltalake_contents(path: str) -> list[tuple[Any, ...]]:
+    result = pa.table(
+        QueryBuilder()
+        .register("t", DeltaTable(path))
+        .execute(CHECK_SQL.format(k=K, table="t"))
+        .read_all()
+    )
+    return list(zip(*(result.column(i).to_pylist() for i in range(result.num_columns))))
+
+
+def check_contents(txsql_path: str, rs_path: str) -> str:
+    ours, theirs = duckdb_contents(txsql_path), deltalake_contents(rs_path)
+    if ours == theirs:
+        n = sum(r[1] for r in ours)
+        return f"contents match ({n:,} rows, {len(ours)} groups of {K})"
+    for a, b in zip(ours, theirs):
+        if a != b:
+            return f"CONTENTS DIFFER: txsql {a} vs delta-rs {b}"
+    return f"CONTENTS DIFFER: {len(ours)} vs {len(theirs)} groups"
+
+
+def data_size(root: str) -> tuple[int, int]:
+    files = [n for p, n in listing(root).items() if p.endswith(".parquet")]
+    return len(files), sum(files)
+
+
+def fmt_bytes(n: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+# --- the workload -------------------------------------------------------------------------
+
+
+class Workload:
+    """The three statements, as SQL for txsql and as delta-rs calls."""
+
+    def __init__(self, rows: int, spark: Any) -> None:
+        self.rows = rows
+        self.source = merge_source(rows)
+        spark.createDataFrame(self.source.to_pandas()).createOrReplaceTempView("bench_source")
+        self.victim = rows // 2 + 17
+
+    def txsql_ops(self, s: txsql.Session, path: str) -> list[Callable[[], Any]]:
+        t = f"delta.`{path}`"
+        return [
+            lambda: s.sql(f"DELETE FROM {t} WHERE id = {self.victim}"),
+            lambda: s.sql(f"UPDATE {t} SET v = v + 1 WHERE {K} = 7"),
+            lambda: s.sql(
+                f"MERGE INTO {t} AS t USING bench_source AS s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+            ),
+        ]
+
+    def deltalake_ops(self, path: str) -> list[Callable[[], Any]]:
+        return [
+            lambda: DeltaTable(path).delete(f"id = {self.victim}"),
+            lambda: DeltaTable(path).update(updates={"v": "v + 1"}, predicate=f"{K} = 7"),
+            lambda: (
+                DeltaTable(path)
+                .merge(
+                    source=self.source,
+                    predicate="t.id = s.id",
+                    source_alias="s",
+                    target_alias="t",
+                )
+                .when_matched_update(updates={"v": "s.v"})
+                .when_not_matched_insert_all()
+                .execute()
+            ),
+        ]
+
+
+def txsql_affected(result: Any) -> str:
+    m = result.metrics
+    keys = ("num_deleted_rows", "num_updated_rows", "num_inserted_rows")
+    return " ".join(f"{k[4:-5]}={m[k]}" for k in keys if m.get(k))
+
+
+def deltalake_affected(result: dict[str, Any]) -> str:
+    keys = (
+        ("num_deleted_rows", "deleted"),
+        ("num_updated_rows", "updated"),
+        ("num_target_rows_updated", "updated"),
+        ("num_target_rows_inserted", "inserted"),
+    )
+    return " ".join(f"{label}={result[k]}" for k, label in keys if result.get(k))
+
+
+def build_txsql(s: txsql.Session, path: str, rows: int, files: int) -> None:
+    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, {K} INT, v DOUBLE, s STRING)")
+    s.sql(f"INSERT INTO delta.`{path}` {txsql_select(0, rows, files)}")
+
+
+def warm_up(spark: Any, tmp: str) -> None:
+    """JIT-warm Spark and txsql's DML paths (and delta-rs's) on a 1,000-row table."""
+    spark.range(1000).selectExpr("sum(id)").collect()
+    s = txsql.Session(spark=spark, warehouse=os.path.join(tmp, "wh"))
+    small = Workload(1000, spark)
+    ours, theirs = os.path.join(tmp, "warm_txsql"), os.path.join(tmp, "warm_rs")
+    build_txsql(s, ours, 1000, 2)
+    write_deltalake(theirs, arrow_rows(np.arange(1000)))
+    for op in small.txsql_ops(s, ours) + small.deltalake_ops(theirs):
+        op()
+
+
+GOALS = [
+    ("DELETE 1 row by id", "faster than delta-rs, < 1 KB written"),
+    ("UPDATE 1 % of rows", "no slower than delta-rs, < 5 % of its bytes"),
+    ("MERGE", "no slower than delta-rs, < 5 % of its bytes"),
+]
+
+
+def goal_met(i: int, time_ratio: float, ours_bytes: int, rs_bytes: int) -> bool:
+    if i == 0:
+        return time_ratio < 1.0 and ours_bytes < 1024
+    return time_ratio <= 1.0 and ours_bytes < 0.05 * rs_bytes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument(
+        "--k-column", default="k", help="name of the int32 column (default k, as in the issue)"
+    )
+    args = parser.parse_args()
+    rows = args.rows
+    global K
+    K = args.k_column
+    spark = local_session("local[2]", "txsql-bench-dml")
+    print(
+        f"txsql DML benchmark: {rows:,} rows (id, {K}, v, s), local[2], cpu count {os.cpu_count()}"
+    )
+    with tempfile.TemporaryDirectory(prefix="txsql-bench-dml-") as tmp:
+        warm_up(spark, tmp)
+        s = txsql.Session(spark=spark, warehouse=os.path.join(tmp, "wh"))
+        ours, theirs = os.path.join(tmp, "txsql"), os.path.join(tmp, "deltars")
+
+        start = time.perf_counter()
+        build_txsql(s, ours, rows, FILES)
+        built_ours = time.perf_counter() - start
+        n_ours, size_ours = data_size(ours)
+
+        start = time.perf_counter()
+        data = arrow_rows(np.arange(rows))
+        write_deltalake(theirs, data, target_file_size=max(size_ours // n_ours, 1 << 20))
+        del data
+        built_rs = time.perf_counter() - start
+        n_rs, size_rs = data_size(theirs)
+        print(
+            f"built txsql table: {n_ours} files, {fmt_bytes(size_ours)}, {built_ours:.1f} s; "
+            f"delta-rs table: {n_rs} files, {fmt_bytes(size_rs)}, {built_rs:.1f} s"
+        )
+        print(check_contents(ours, theirs))
+
+        work = Workload(rows, spark)
+        print(
+            f"MERGE source: {work.source.num_rows:,} rows, {work.source.num_rows // 2:,} "
+            "matching ids spread over the table, the rest new"
+        )
+        print("each operation timed once (it changes the table); wall clock of the call\n")
+        for i, (ours_op, rs_op) in enumerate(
+            zip(work.txsql_ops(s, ours), work.deltalake_ops(theirs))
+        ):
+            name, goal = GOALS[i]
+            t_ours, b_ours, f_ours, r_ours = measured(ours, ours_op)
+            t_rs, b_rs, f_rs, r_rs = measured(theirs, rs_op)
+            time_ratio = t_ours / t_rs
+            bytes_ratio = b_ours / b_rs if b_rs else float("inf")
+            print(f"{i + 1}. {name}")
+            print(
+                f"   txsql    {t_ours:7.2f} s  {fmt_bytes(b_ours):>9} in {f_ours} new files  "
+                f"({txsql_affected(r_ours)})"
+            )
+            print(
+                f"   delta-rs {t_rs:7.2f} s  {fmt_bytes(b_rs):>9} in {f_rs} new files  "
+                f"({deltalake_affected(r_rs)})"
+            )
+            print(
+                f"   ratio txsql/delta-rs: time {time_ratio:.2f}x, bytes {100 * bytes_ratio:.3f} %"
+                f" ({b_ours:,} / {b_rs:,} B)"
+            )
+            met = "met" if goal_met(i, time_ratio, b_ours, b_rs) else "NOT met"
+            print(f"   goal: {goal} -> {met}")
+            print(f"   {check_contents(ours, theirs)}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

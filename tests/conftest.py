@@ -41,3 +41,16 @@ def fixture_copy(tmp_path: Path, fixtures_dir: Path):  # type: ignore[no-untyped
 
     os.environ.setdefault("PYSPARK_PYTHON", shutil.which("python") or "python")
     return copy
+
+
+@pytest.fixture()
+def spawnable_main(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let multiprocessing's spawn start children even after IPython tests ran.
+
+    IPython's InteractiveShell replaces ``sys.modules["__main__"]``; spawn would then try to
+    re-import that fake module in every child. A plain module makes spawn skip it.
+    """
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))

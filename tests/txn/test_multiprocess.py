@@ -46,6 +46,7 @@ def _append_many(root: str, writer: int, start: multiprocessing.synchronize.Even
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("spawnable_main")
 def test_two_processes_append_200_times_each(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
     log = DeltaLog.for_path(root)

@@ -12,6 +12,7 @@ import pytest
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.log.actions import AddFile
+from txsql.log.predicate_eval import eval_partition, may_match_file
 from txsql.log.predicates import (
     FALSE,
     TRUE,
@@ -28,8 +29,6 @@ from txsql.log.predicates import (
     Predicate,
     and_,
     conjuncts,
-    eval_partition,
-    may_match_file,
     referenced_columns,
     split_predicate,
     to_sql,

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
-from txsql.log.predicates import TRUE, Predicate, eval_partition, has_opaque, referenced_columns
+from txsql.log.predicate_eval import eval_partition
+from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext

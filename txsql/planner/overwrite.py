@@ -24,6 +24,7 @@ from sqlglot import exp
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
+from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import (
     TRUE,
     And,
@@ -33,7 +34,6 @@ from txsql.log.predicates import (
     Literal,
     Or,
     Predicate,
-    eval_partition,
 )
 from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot

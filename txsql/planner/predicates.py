@@ -21,6 +21,7 @@ from typing import Any
 from sqlglot import exp
 
 from txsql.log.actions import AddFile
+from txsql.log.predicate_eval import eval_partition, may_match_file
 from txsql.log.predicates import (
     TRUE,
     And,
@@ -35,9 +36,7 @@ from txsql.log.predicates import (
     Opaque,
     Or,
     Predicate,
-    eval_partition,
     has_opaque,
-    may_match_file,
     split_predicate,
 )
 from txsql.log.schema import parse_schema

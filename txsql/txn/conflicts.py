@@ -22,11 +22,10 @@ from txsql.errors import (
     ConcurrentDeleteReadError,
 )
 from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
+from txsql.log.predicate_eval import eval_partition, may_match_file
 from txsql.log.predicates import (
     TRUE,
     Predicate,
-    eval_partition,
-    may_match_file,
     split_predicate,
 )
 from txsql.log.schema import StructType

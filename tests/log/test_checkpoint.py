@@ -21,12 +21,8 @@ from txsql.log.actions import (
     RemoveFile,
     SetTransaction,
 )
-from txsql.log.checkpoint import (
-    checkpoint_table,
-    read_checkpoint,
-    should_checkpoint,
-    write_checkpoint,
-)
+from txsql.log.checkpoint import checkpoint_table, should_checkpoint, write_checkpoint
+from txsql.log.checkpoint_read import read_checkpoint
 from txsql.log.codec import encode_commit
 from txsql.log.replay import ReplayState, load_snapshot
 from txsql.log.segment import CheckpointRef, find_segment

@@ -23,7 +23,7 @@ from txsql.log.actions import (
     RemoveFile,
     SetTransaction,
 )
-from txsql.log.checkpoint import read_checkpoint
+from txsql.log.checkpoint_read import read_checkpoint
 from txsql.log.codec import decode_commit
 from txsql.log.segment import LogSegment
 from txsql.log.snapshot import Snapshot

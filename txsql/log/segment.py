@@ -153,7 +153,7 @@ def _v2_sidecars(store: LogStore, listing: LogListing, name: str) -> tuple[str, 
     if isinstance(v2, dict) and v2.get("path") == name:
         files = v2.get("sidecarFiles") or []
         return tuple(str(f["path"]).rsplit("/", 1)[-1] for f in files if isinstance(f, dict))
-    from txsql.log.checkpoint import read_sidecar_names  # local: checkpoint imports segment
+    from txsql.log.checkpoint_read import read_sidecar_names  # local: checkpoint imports segment
 
     try:
         return read_sidecar_names(store, name)

@@ -6,6 +6,7 @@ read-modify-write (e.g. re-adding a file with a new DV) preserves them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -65,6 +66,22 @@ class AddFile:
     def key(self) -> tuple[str, str | None]:
         """The logical-file key of log replay: (path, DV unique id)."""
         return (self.path, self.dv_id)
+
+    def to_remove(self, *, data_change: bool = True, timestamp: int | None = None) -> RemoveFile:
+        """The ``remove`` of this logical file, as Delta Spark's ``removeWithTimestamp``."""
+        return RemoveFile(
+            path=self.path,
+            deletion_timestamp=int(time.time() * 1000) if timestamp is None else timestamp,
+            data_change=data_change,
+            extended_file_metadata=True,
+            partition_values=dict(self.partition_values),
+            size=self.size,
+            stats=self.stats,
+            tags=self.tags,
+            deletion_vector=self.deletion_vector,
+            base_row_id=self.base_row_id,
+            default_row_commit_version=self.default_row_commit_version,
+        )
 
 
 @dataclass(frozen=True, slots=True)

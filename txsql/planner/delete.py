@@ -18,7 +18,7 @@ from pyroaring import BitMap64
 
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
-from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted, remove_action
+from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.statements import Delete
 from txsql.planner.target import DmlTarget, commit_dml, open_target
 from txsql.result import Result
@@ -40,7 +40,7 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
         whole_rows = _live_rows(plan.whole)
         actions: list[Action] = list(outcome.actions)
         for f in plan.whole:
-            actions.append(remove_action(f))
+            actions.append(f.to_remove())
             outcome.num_removed_files += 1
             outcome.num_removed_bytes += f.size
             if f.deletion_vector is not None:

@@ -31,7 +31,7 @@ from pyroaring import BitMap64
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.errors import TxSqlError
 from txsql.log import features, properties
-from txsql.log.actions import Action, AddFile, RemoveFile
+from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
 from txsql.txn.rowlevel import loosen_stats, num_records
 
@@ -129,23 +129,6 @@ def deletion_vectors_allowed(snapshot: Snapshot) -> bool:
     )
 
 
-def remove_action(add: AddFile, timestamp: int | None = None) -> RemoveFile:
-    """Delta Spark's ``AddFile.removeWithTimestamp``: the add's metadata, extended."""
-    return RemoveFile(
-        path=add.path,
-        deletion_timestamp=int(time.time() * 1000) if timestamp is None else timestamp,
-        data_change=True,
-        extended_file_metadata=True,
-        partition_values=add.partition_values,
-        size=add.size,
-        stats=add.stats,
-        tags=add.tags,
-        deletion_vector=add.deletion_vector,
-        base_row_id=add.base_row_id,
-        default_row_commit_version=add.default_row_commit_version,
-    )
-
-
 def mark_rows_deleted(
     ctx: RunContext,
     snapshot: Snapshot,
@@ -214,14 +197,14 @@ def mark_rows_deleted(
             updated = replace(
                 add, deletion_vector=new_dv, stats=loosen_stats(add.stats), data_change=True
             )
-            outcome.actions += [remove_action(add, now), updated]
+            outcome.actions += [add.to_remove(timestamp=now), updated]
             if add.deletion_vector is None:
                 outcome.num_dvs_added += 1
             else:
                 outcome.num_dvs_updated += 1
         elif row["all_deleted"]:
             _count_removed(outcome, add)
-            outcome.actions.append(remove_action(add, now))
+            outcome.actions.append(add.to_remove(timestamp=now))
         else:
             rewrite.append((add, fresh))
     if rewrite:
@@ -264,7 +247,7 @@ def _copy_on_write(
     outcome.written_paths += [resolve_path(snapshot.table_root, a.path) for a in adds]
     for add in files:
         _count_removed(outcome, add)
-        outcome.actions.append(remove_action(add, now))
+        outcome.actions.append(add.to_remove(timestamp=now))
     outcome.actions += adds
     outcome.num_added_files += len(adds)
     outcome.num_added_bytes += sum(a.size for a in adds)

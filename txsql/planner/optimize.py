@@ -34,7 +34,7 @@ from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.predicates import predicate_sql, to_predicate
-from txsql.planner.rewrite import commit_result, remove_of, scan_files, size_summary
+from txsql.planner.rewrite import commit_result, scan_files, size_summary
 from txsql.planner.statements import OptimizeTable
 from txsql.result import Result
 
@@ -76,7 +76,7 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     if bins:
         txn.record_scan(predicate, rewritten)
         adds = _rewrite(ctx, snapshot, bins, zorder)
-        txn.stage([remove_of(f, data_change=False) for f in rewritten])
+        txn.stage([f.to_remove(data_change=False) for f in rewritten])
         txn.stage(adds)
     described = predicate_sql(statement.where, snapshot.schema_json) if statement.where else None
     parameters: dict[str, Any] = {"predicate": json.dumps([described] if described else [])}

@@ -45,7 +45,6 @@ from txsql.planner.query import query_dataframe
 from txsql.planner.rewrite import (
     commit_result,
     partition_key,
-    remove_of,
     scan_files,
     total_records,
 )
@@ -100,7 +99,7 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
         copies = write_data_files(ctx.spark, kept, snapshot.table_root, snapshot.metadata)
     if dynamic:
         removed = _dynamic_removes(txn, snapshot, adds)
-    txn.stage([remove_of(f, data_change=True) for f in removed])
+    txn.stage([f.to_remove(data_change=True) for f in removed])
     txn.stage([*adds, *copies])
     written = [*adds, *copies]
     metrics = {

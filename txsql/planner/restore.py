@@ -21,7 +21,7 @@ from txsql.log.features import with_features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import timestamp_ms
 from txsql.planner.context import RunContext
-from txsql.planner.rewrite import commit_result, remove_of
+from txsql.planner.rewrite import commit_result
 from txsql.planner.statements import RestoreTable
 from txsql.result import Result
 from txsql.storage.paths import parse_location
@@ -65,7 +65,7 @@ def run_restore(ctx: RunContext, statement: RestoreTable, text: str) -> Result:
         actions.append(protocol)
     if target.metadata != current.metadata:
         actions.append(target.metadata)
-    actions.extend(remove_of(f, data_change=True) for f in to_remove)
+    actions.extend(f.to_remove(data_change=True) for f in to_remove)
     actions.extend(_readd(f) for f in to_add)
     txn.stage(actions)
     metrics = {

@@ -4,13 +4,12 @@ row counts from stats, and the Result of a commit."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.scan import scan_snapshot
-from txsql.log.actions import AddFile, RemoveFile
+from txsql.log.actions import AddFile
 from txsql.log.schema import parse_partition_value, parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.result import Result
@@ -18,23 +17,6 @@ from txsql.txn.result import CommitResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-def remove_of(add: AddFile, *, data_change: bool, timestamp: int | None = None) -> RemoveFile:
-    """The ``remove`` Delta Spark builds from an add (``AddFile.removeWithTimestamp``)."""
-    return RemoveFile(
-        path=add.path,
-        deletion_timestamp=int(time.time() * 1000) if timestamp is None else timestamp,
-        data_change=data_change,
-        extended_file_metadata=True,
-        partition_values=dict(add.partition_values),
-        size=add.size,
-        stats=add.stats,
-        tags=add.tags,
-        deletion_vector=add.deletion_vector,
-        base_row_id=add.base_row_id,
-        default_row_commit_version=add.default_row_commit_version,
-    )
 
 
 def physical_records(add: AddFile) -> int | None:

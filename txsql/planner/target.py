@@ -28,6 +28,7 @@ from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dialect import SPARK
 from txsql.planner.predicates import FilePlan, plan_files, predicate_sql, to_predicate
+from txsql.planner.rewrite import commit_result
 from txsql.planner.statements import TableRef
 from txsql.result import Result
 from txsql.txn.transaction import Transaction
@@ -170,22 +171,6 @@ def commit_dml(
     except (CommitConflictError, CommitRetriesExceededError):
         cleanup()
         raise
-    if committed is None:  # inside BEGIN ... COMMIT: the COMMIT writes it
-        return Result(
-            text,
-            operation,
-            read_version=target.txn.read_version,
-            table=target.display,
-            metrics=result_metrics,
-            message="staged; COMMIT to write it",
-        )
-    info = committed.commit_info
-    return Result(
-        text,
-        info.operation or operation,
-        version=committed.version,
-        read_version=committed.read_version,
-        table=target.display,
-        metrics=result_metrics,
-        operation_metrics=dict(info.operation_metrics or {}),
+    return commit_result(
+        text, target.display, operation, committed, target.txn.read_version, result_metrics
     )

@@ -130,3 +130,12 @@ def test_errors_name_the_statement_and_leave_tables_unchanged(s: txsql.Session) 
     assert _rows(s.sql("SELECT count(*) FROM e")) == [(0,)]
     leftovers = list(Path(s.table("e").location).rglob("*.parquet"))
     assert leftovers == [], "failed writes leave no data files behind"
+
+
+def test_columns_named_like_scan_internals(s: txsql.Session) -> None:
+    """A table's own columns (k, p, r...) never collide with the scan's helper columns."""
+    s.sql("CREATE TABLE c (id BIGINT, k INT, p STRING, r DOUBLE) PARTITIONED BY (p)")
+    s.sql("INSERT INTO c VALUES (1, 10, 'a', 0.5), (2, 20, 'a', 1.5), (3, 30, 'b', 2.5)")
+    s.sql("DELETE FROM c WHERE id = 1")
+    s.sql("UPDATE c SET k = k + 1 WHERE id = 3")
+    assert _rows(s.sql("SELECT * FROM c")) == [(2, 20, "a", 1.5), (3, 31, "b", 2.5)]

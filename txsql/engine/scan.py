@@ -66,6 +66,13 @@ ROW_INDEX_COLUMN = "_row_index"
 _KEY = "_txsql_fk"
 _ROW = "_txsql_ri"
 _PART = "_txsql_p{}"
+# Columns of the small tables joined to a scan. Prefixed so they never collide with a
+# table's own columns (a user column named "k" or "_file" must survive the joins).
+_DV_KEY = "_txsql_dk"
+_DV_PATH = "_txsql_dp"
+_DV_ROW = "_txsql_dr"
+_INFO_KEY = "_txsql_ck"
+_INFO_FILE = "_txsql_file"
 _GLOB_CHARS = "\\{}[]*?"
 # DV files per expansion task: enough to amortise a Python task, few enough to parallelise.
 _DVS_PER_TASK = 32
@@ -210,17 +217,20 @@ def _drop_deleted(
         if tasks > 1:
             source = source.repartition(tasks)
         if long_keys:
-            out = StructType([StructField("k", LongType(), False)])
+            out = StructType([StructField(_DV_KEY, LongType(), False)])
         else:
             out = StructType(
-                [StructField("p", StringType(), False), StructField("r", LongType(), False)]
+                [
+                    StructField(_DV_PATH, StringType(), False),
+                    StructField(_DV_ROW, LongType(), False),
+                ]
             )
         rows = source.mapInArrow(_expander(root, long_keys), out)
         cardinality = sum(_dv(f).cardinality for f in files)
         rows = _DV_CACHE.put(cache_key, rows, cardinality)
     if long_keys:
-        return df.join(F.broadcast(rows), F.col("k") == _row_key(), "left_anti")
-    cond = (F.col(_KEY) == F.col("p")) & (F.col(_ROW) == F.col("r"))
+        return df.join(F.broadcast(rows), F.col(_DV_KEY) == _row_key(), "left_anti")
+    cond = (F.col(_KEY) == F.col(_DV_PATH)) & (F.col(_ROW) == F.col(_DV_ROW))
     return df.join(F.broadcast(rows), cond, "left_anti")
 
 
@@ -304,10 +314,12 @@ def _expander(
                 if long_keys:
                     crc = np.int64(zlib.crc32(path.encode("utf-8")))
                     keys = np.left_shift(crc, np.int64(32)) | rows
-                    yield pa.RecordBatch.from_arrays([pa.array(keys)], names=["k"])
+                    yield pa.RecordBatch.from_arrays([pa.array(keys)], names=[_DV_KEY])
                 else:
                     paths = pa.array([path] * len(rows), pa.string())
-                    yield pa.RecordBatch.from_arrays([paths, pa.array(rows)], names=["p", "r"])
+                    yield pa.RecordBatch.from_arrays(
+                        [paths, pa.array(rows)], names=[_DV_PATH, _DV_ROW]
+                    )
 
     return expand
 
@@ -323,23 +335,24 @@ def _join_constants(
     """Attach partition values (typed, from the log) and ``_file`` by a broadcast join."""
     table: dict[str, pa.Array] = {}
     if long_keys:
-        table["k"] = pa.array([zlib.crc32(f.spark_path.encode("utf-8")) for f in files], pa.int64())
+        crcs = [zlib.crc32(f.spark_path.encode("utf-8")) for f in files]
+        table[_INFO_KEY] = pa.array(crcs, pa.int64())
     else:
-        table["k"] = pa.array([f.spark_path for f in files], pa.string())
-    table[FILE_COLUMN] = pa.array([f.add.path for f in files], pa.string())
+        table[_INFO_KEY] = pa.array([f.spark_path for f in files], pa.string())
+    table[_INFO_FILE] = pa.array([f.add.path for f in files], pa.string())
     for i, column in enumerate(schema.partition_columns):
         values = [_partition_text(f.add, column.physical_name) for f in files]
         table[_PART.format(i)] = pa.array(values, pa.string())
     info = spark.createDataFrame(pa.table(table))
-    typed = [F.col("k"), F.col(FILE_COLUMN)] + [
+    typed = [F.col(_INFO_KEY), F.col(_INFO_FILE)] + [
         F.col(_PART.format(i)).cast(c.logical_type).alias(_PART.format(i))
         for i, c in enumerate(schema.partition_columns)
     ]
     info = info.select(typed)
     if not with_row_ids:
-        info = info.drop(FILE_COLUMN)
-    joined = df.join(F.broadcast(info), F.col(_KEY) == F.col("k"), "inner")
-    return joined.drop("k")
+        info = info.drop(_INFO_FILE)
+    joined = df.join(F.broadcast(info), F.col(_KEY) == F.col(_INFO_KEY), "inner")
+    return joined.drop(_INFO_KEY)
 
 
 def _partition_text(add: AddFile, physical_name: str) -> str | None:
@@ -363,7 +376,7 @@ def _output_columns(schema: TableSchema, with_row_ids: bool) -> list[Column]:
         else:
             out.append(schema.logical_data_column(column, F.col(quote(column.physical_name))))
     if with_row_ids:
-        out += [F.col(FILE_COLUMN), F.col(_ROW).alias(ROW_INDEX_COLUMN)]
+        out += [F.col(_INFO_FILE).alias(FILE_COLUMN), F.col(_ROW).alias(ROW_INDEX_COLUMN)]
     return out
 
 

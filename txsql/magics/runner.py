@@ -203,23 +203,23 @@ def render_sql(run: CellRun, source: SqlSource) -> TextView:
 def _explain(
     run: CellRun, source: SqlSource, parsed: Sequence[ParsedStatement], params: dict
 ) -> TextView:
-    not_queries = [p for p in parsed if not isinstance(p.expression, exp.Query)]
-    if not_queries:
-        where = not_queries[0].source
-        error = MagicUsageError(
-            "--explain shows Spark's plan for queries (SELECT) only",
-            hint="Remove --explain to run the statement, or --render to see its SQL.",
-        )
-        error.locate(where.text, where.line, where.column)
-        raise error
-    results = run.session.run_script(source.text, params)  # queries are lazy: nothing runs
+    """Spark's plan for queries; txsql's plan (EXPLAIN: pruning, steps) for the rest."""
     plans = []
-    for i, result in enumerate(results, 1):
-        buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
-            result.df.explain(mode="formatted")
-        header = f"-- statement {i}\n" if len(results) > 1 else ""
-        plans.append(header + buffer.getvalue().rstrip())
+    for i, statement in enumerate(parsed, 1):
+        header = f"-- statement {i}\n" if len(parsed) > 1 else ""
+        try:
+            if isinstance(statement.expression, exp.Query):
+                result = run.session.run_script(statement.source.text, params)[-1]
+                buffer = io.StringIO()
+                with contextlib.redirect_stdout(buffer):
+                    result.df.explain(mode="formatted")  # queries are lazy: nothing runs
+                plan = buffer.getvalue().rstrip()
+            else:
+                plan = run.session.sql(f"EXPLAIN {statement.source.text}", params).message
+        except TxSqlError as e:
+            e.locate(statement.source.text, statement.source.line, statement.source.column)
+            raise
+        plans.append(header + plan)
     return TextView("\n\n".join(plans))
 
 

@@ -44,6 +44,9 @@ class ExplicitTransaction:
     isolation: IsolationLevel | None = None
     txn: Transaction | None = None
     statements: list[StagedStatement] = field(default_factory=list)
+    # Tables read before (or besides) the one written: each pinned at its first read, so
+    # a transaction's reads are repeatable even before its first write binds it.
+    reads: dict[str, Transaction] = field(default_factory=dict)
 
     @property
     def read_version(self) -> int | None:
@@ -71,7 +74,10 @@ class RunContext:
                 self.app.bind(txn)
             return txn
         if self.explicit.txn is None:
-            txn = self._new_transaction(log, self.explicit.isolation)
+            # The transaction that pinned this table at an earlier read becomes the writer.
+            txn = self.explicit.reads.get(log.table_root) or self._new_transaction(
+                log, self.explicit.isolation
+            )
             if self.app is not None:
                 self.app.bind(txn)  # a skipped first statement leaves no transaction bound
             self.explicit.txn = txn
@@ -108,6 +114,23 @@ class RunContext:
             self.app.committed(txn, committed)
         cleanup_after_commit(txn.log, committed.version)
         return committed
+
+    def read_transaction(self, log: DeltaLog) -> Transaction | None:
+        """Inside BEGIN: the transaction a read of ``log``'s table joins (None outside).
+
+        The written table's reads join the writing transaction; any other table (or
+        every table before the first write) gets one pinned at its first read. Only the
+        written table's reads are validated at COMMIT.
+        """
+        explicit = self.explicit
+        if explicit is None:
+            return None
+        if explicit.txn is not None and explicit.txn.table_root == log.table_root:
+            return explicit.txn
+        reader = explicit.reads.get(log.table_root)
+        if reader is None:
+            reader = explicit.reads[log.table_root] = self._new_transaction(log, explicit.isolation)
+        return reader
 
     def snapshot(self, ref: TableRef) -> Snapshot:
         """The snapshot a read of ``ref`` sees: staged writes included inside BEGIN."""

@@ -77,14 +77,17 @@ def _is_txsql(ctx: RunContext, ref: TableRef) -> bool:
 
 def _read_snapshot(ctx: RunContext, ref: TableRef, txn: Transaction | None) -> Snapshot:
     time_travel = ref.version is not None or ref.timestamp is not None
-    if txn is not None and not time_travel:
+    if not time_travel and (txn is not None or ctx.explicit is not None):
         log = ctx.catalog.existing_log(ref)
-        if log.table_root == txn.table_root:
-            snapshot = txn.current_snapshot()
+        reader = txn if txn is not None and log.table_root == txn.table_root else None
+        # Inside BEGIN every read is pinned, also before the first write binds the table.
+        reader = reader or ctx.read_transaction(log)
+        if reader is not None:
+            snapshot = reader.current_snapshot()
             assert snapshot is not None
             # Without the query's predicate the whole table counts as read: any concurrent
             # change to it conflicts (Delta's readWholeTable rule), never "no conflict".
-            txn.mark_read_whole_table()
+            reader.mark_read_whole_table()
             return snapshot
     return ctx.catalog.snapshot(ref, ctx.spark)
 

@@ -47,4 +47,6 @@ class Result:
         if self.version is not None:
             parts.append(f"version={self.version}")
         parts.extend(f"{k}={v}" for k, v in self.metrics.items())
+        if self.message:
+            parts.append(f"({self.message})")
         return f"<Result {' '.join(parts)}>"

@@ -230,6 +230,14 @@ def _transaction_control(
         for key, value in s.metrics.items():
             metrics[key] = metrics.get(key, 0) + value
     committed = txn.commit(operation, parameters, metrics)
+    if committed.skipped:  # a duplicate of our (appId, version) won the race
+        return Result(
+            text,
+            "SKIPPED",
+            read_version=committed.read_version,
+            metrics={"num_affected_rows": 0},
+            message="skipped: this app version was already committed",
+        )
     return Result(
         text,
         "COMMIT",

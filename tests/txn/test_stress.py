@@ -41,8 +41,9 @@ from txsql.txn.transaction import Transaction
 # Sized for the shared 2-core machine this was written on (load average ~8-10 from other
 # test runs): with one local[1] Spark per process a statement took 5-35 s there and each
 # run pays 1-2 min of JVM start-up; 4 x 5 per run took 5.6 min for both runs (row level,
-# file level), 4 x 10 took 12 min. The default, 4 processes x 3 transactions, keeps CI short. The
-# issue's target is 4 x 50: TXSQL_STRESS_N=50 runs it on a machine with cores to spare.
+# file level), 4 x 10 took 12 min. The default, 4 processes x 3 transactions, keeps CI
+# short. The target is 4 x 50: TXSQL_STRESS_N=50 runs it on a machine with cores
+# to spare.
 PROCESSES = int(os.environ.get("TXSQL_STRESS_PROCESSES", "4"))
 TXNS_PER_PROCESS = int(os.environ.get("TXSQL_STRESS_N", "3"))
 COUNTERS = range(20)  # seeded with v = 0, in two files; never deleted

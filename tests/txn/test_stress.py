@@ -228,6 +228,7 @@ def _check_invariants(run: dict[str, Any], spark: Any) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("spawnable_main")
 def test_concurrent_writers_keep_every_invariant(tmp_path: Path, spark: Any) -> None:
     row_level = _run(tmp_path, "row", row_level=True, processes=PROCESSES)
     _check_invariants(row_level, spark)

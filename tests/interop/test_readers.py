@@ -18,7 +18,6 @@ from pyroaring import BitMap64
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
-from txsql.log.actions import RemoveFile
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.transaction import Transaction
 
@@ -46,17 +45,7 @@ def delete_rows_with_dv(log: DeltaLog, rows_by_file: dict[str, list[int]]) -> in
         for add, descriptor in zip(targets, descriptors):
             stats = json.loads(add.stats or "{}")
             stats["tightBounds"] = False
-            actions.append(
-                RemoveFile(
-                    add.path,
-                    deletion_timestamp=1,
-                    data_change=True,
-                    extended_file_metadata=True,
-                    partition_values=add.partition_values,
-                    size=add.size,
-                    deletion_vector=add.deletion_vector,
-                )
-            )
+            actions.append(add.to_remove())
             actions.append(
                 dataclasses.replace(add, deletion_vector=descriptor, stats=json.dumps(stats))
             )

@@ -107,16 +107,7 @@ class Lab:
         """What a merge-on-read DELETE of ``rows`` of ``add`` commits (protocol §3.9)."""
         old = BitMap64(self.deleted_rows(add))
         merged = old | BitMap64(rows)
-        remove = RemoveFile(
-            add.path,
-            deletion_timestamp=2,
-            data_change=True,
-            extended_file_metadata=True,
-            partition_values=add.partition_values,
-            size=add.size,
-            stats=add.stats,
-            deletion_vector=add.deletion_vector,
-        )
+        remove = add.to_remove(timestamp=2)
         (dv,) = write_deletion_vectors(ROOT, self.fs, [merged])
         stats = json.loads(add.stats or "{}")
         stats["tightBounds"] = False

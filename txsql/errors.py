@@ -233,3 +233,25 @@ class CommitRetriesExceededError(TxSqlError):
     """The commit lost more races than the configured retry limit allows."""
 
     default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
+
+
+# --- durable writes (appended) ----------------------------------------------------------
+
+
+class StorageWriteError(StorageError):
+    """A file could not be written completely and durably; nothing was left under its name."""
+
+    default_hint = (
+        "The table is unchanged. Check that the file system is writable and healthy "
+        "(permissions, I/O errors in the system log), then re-run the statement."
+    )
+
+
+class DiskFullError(StorageWriteError):
+    """The disk, quota or file-size limit ran out while writing (ENOSPC, EDQUOT, EFBIG)."""
+
+    default_hint = (
+        "The table is unchanged. Free space on the disk holding the table (VACUUM removes "
+        "unused files), raise the quota or the process file-size limit (ulimit -f), then "
+        "re-run the statement."
+    )

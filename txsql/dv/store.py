@@ -19,6 +19,7 @@ from txsql.dv import z85
 from txsql.dv.bitmap import deserialize_bitmap, serialize_bitmap
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.errors import CorruptDeletionVectorError
+from txsql.storage.crashpoints import crash_point
 from txsql.storage.filesystem import FileIO
 
 FORMAT_VERSION = 1
@@ -133,7 +134,9 @@ def write_deletion_vectors(
 
     Args:
         table_root: The table's root directory.
-        fs: File access; the file is created with ``write_if_absent``, never overwritten.
+        fs: File access; the file is created with ``write_if_absent``, never overwritten
+            (with ``LocalFileIO`` it is complete and fsynced, directory included, before
+            this returns, so a commit referencing it can never outlive it).
         bitmaps: The DVs to write.
         prefix: Optional sub-directory of the table root (Delta's random file prefix).
 
@@ -154,6 +157,7 @@ def write_deletion_vectors(
         assert path is not None  # a "u" descriptor always names a file
         try:
             fs.write_if_absent(path, data)
+            crash_point("dv_written")
             return descriptors
         except FileExistsError:
             attempts_left -= 1

@@ -50,11 +50,13 @@ from txsql.engine.schema import TableSchema, physical_name, quote, table_schema
 from txsql.errors import SchemaError, StorageError
 from txsql.log import schema as log_schema
 from txsql.log.actions import AddFile, Metadata
+from txsql.storage.crashpoints import crash_point
+from txsql.storage.durable import make_dirs, sync_files
+from txsql.storage.leftovers import STAGING_DIR
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-STAGING_DIR = "_txsql_staging"
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 # java.net.URI keeps these in a path; Delta Spark's add paths are Path.toUri strings.
 _URI_SAFE = "/=:,;$&+!'()*@~"
@@ -91,6 +93,7 @@ def write_data_files(
     Raises:
         SchemaError: If ``df`` lacks a table column or has columns the table lacks.
         StorageError: If a file could not be moved into the table.
+        StorageWriteError: If a moved file could not be made durable (fsync failed).
     """
     del spark
     root = os.path.abspath(table_root)
@@ -108,6 +111,10 @@ def write_data_files(
     try:
         writer.parquet(staging)
         moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
+        # Spark's writer does not fsync: the files and their directory entries must be on
+        # disk before a commit can name them.
+        sync_files(os.path.join(root, rel) for rel in moved)
+        crash_point("data_written")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         # Fails while another writer is still staging; whoever finishes last removes it.
@@ -161,7 +168,7 @@ def _part_files(staging: str) -> Iterator[str]:
 def _move(staging: str, root: str, rel: str) -> str:
     """Move one staged file to ``root/rel`` without ever replacing an existing file."""
     source, target = os.path.join(staging, rel), os.path.join(root, rel)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    make_dirs(os.path.dirname(target))
     try:
         os.link(source, target)  # EEXIST instead of clobbering another writer's file
     except FileExistsError as exc:

@@ -35,6 +35,7 @@ from txsql.log.schema import (
     physical_name,
 )
 from txsql.log.snapshot import Snapshot
+from txsql.storage.crashpoints import crash_point
 from txsql.storage.logstore import LogStore
 from txsql.storage.paths import LAST_CHECKPOINT, checkpoint_name
 
@@ -310,16 +311,20 @@ def write_checkpoint(
 ) -> CheckpointInfo:
     """Write ``%020d.checkpoint.parquet`` for ``snapshot``, then ``_last_checkpoint``.
 
-    Both writes are atomic replaces; the checkpoint goes first so the hint never points at
-    a file that does not exist yet.
+    Both writes are atomic, durable replaces; the checkpoint goes first so the hint never
+    points at a file that does not exist yet. A failed write (disk full) raises
+    ``StorageWriteError`` and leaves no partial file; the commit loop only logs it, since
+    the table stays readable from its commits.
     """
     table = checkpoint_table(snapshot, now_ms)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
     data = sink.getvalue().to_pybytes()
     store.write_log_file(checkpoint_name(snapshot.version), data)
+    crash_point("checkpoint_written")
     info = CheckpointInfo(snapshot.version, table.num_rows, len(data), len(snapshot.files))
     store.write_log_file(LAST_CHECKPOINT, info.to_json())
+    crash_point("last_checkpoint_written")
     return info
 
 

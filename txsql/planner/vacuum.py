@@ -32,6 +32,7 @@ from txsql.planner.context import RunContext
 from txsql.planner.retention import referenced_files
 from txsql.planner.statements import VacuumTable
 from txsql.result import Result
+from txsql.storage.leftovers import remove_stale_leftovers
 from txsql.storage.paths import parse_location
 
 CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -95,6 +96,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
             deleted += 1
+    remove_stale_leftovers(root)  # temp files and staging folders of killed writers
     directories = _remove_empty_dirs(root)
     end = ctx.transaction(log)
     committed = ctx.commit(

@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Protocol
+
+from txsql.storage.crashpoints import crash_point
+from txsql.storage.durable import publish_if_absent, publish_replace, write_temp
+from txsql.storage.paths import LOG_DIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,9 @@ class FileIO(Protocol):
 
 
 class LocalFileIO:
-    """POSIX file system. Put-if-absent is temp file + fsync + ``os.link``."""
+    """POSIX file system. Writes go through :mod:`txsql.storage.durable`: a complete,
+    fsynced temp file, then ``os.link`` (put-if-absent) or ``os.replace``, then a directory
+    fsync; a failed write raises ``StorageWriteError`` and leaves nothing under the name."""
 
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
@@ -59,17 +64,12 @@ class LocalFileIO:
             return f.read(length)
 
     def write(self, path: str, data: bytes) -> None:
-        tmp = self._write_temp(path, data)
-        os.replace(tmp, path)  # atomic: readers see the old or the new file, never half
+        """Replace ``path`` atomically and durably (raises ``StorageWriteError``)."""
+        publish_replace(write_temp(path, data), path)
 
     def write_if_absent(self, path: str, data: bytes) -> None:
-        tmp = self._write_temp(path, data)
-        try:
-            # link() fails with EEXIST atomically, even across processes; rename would
-            # silently overwrite the winner's commit.
-            os.link(tmp, path)
-        finally:
-            os.unlink(tmp)
+        """Create ``path`` durably; ``FileExistsError`` if it exists, else all or nothing."""
+        publish_if_absent(write_temp(path, data), path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -98,19 +98,8 @@ class LocalFileIO:
 
     def delete(self, path: str) -> None:
         os.unlink(path)
-
-    @staticmethod
-    def _write_temp(path: str, data: bytes) -> str:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return tmp
+        if os.path.basename(os.path.dirname(path)) == LOG_DIR:
+            crash_point("log_cleanup")
 
 
 class MemoryFileIO:

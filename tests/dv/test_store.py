@@ -299,3 +299,43 @@ def test_write_never_overwrites_and_retries_with_new_uuid() -> None:
 def test_write_gives_up_after_repeated_collisions() -> None:
     with pytest.raises(FileExistsError):
         write_deletion_vectors("/t", _NoOverwriteFS(collisions=100), [BitMap64([7])])
+
+
+# --- durable writes ---------------------------------------------------------------------
+
+
+def test_dv_write_survives_short_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.storage.faults import WriteFault, inject_write
+
+    bitmaps = [BitMap64(range(0, 5000, 3)), BitMap64([1, 2, 70000])]
+    inject_write(monkeypatch, WriteFault(r"deletion_vector_", chunk=5))
+    descriptors = write_deletion_vectors(str(tmp_path), LocalFileIO(), bitmaps)
+    monkeypatch.undo()
+    for descriptor, bitmap in zip(descriptors, bitmaps, strict=True):
+        assert read_deletion_vector(descriptor, str(tmp_path), LocalFileIO()) == bitmap
+
+
+@pytest.mark.parametrize("prefix", ["", "ab"])
+def test_dv_write_on_full_disk_raises_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> None:
+    from tests.storage.faults import WriteFault, inject_write
+    from txsql.errors import DiskFullError
+
+    inject_write(monkeypatch, WriteFault(r"deletion_vector_", budget=40))
+    with pytest.raises(DiskFullError) as info:
+        write_deletion_vectors(str(tmp_path), LocalFileIO(), [BitMap64(range(0, 9000, 7))], prefix)
+    monkeypatch.undo()
+    assert "deletion_vector_" in info.value.message
+    leftovers = [os.path.join(d, n) for d, _, names in os.walk(tmp_path) for n in names]
+    assert leftovers == [], "neither the DV file nor its temp file remains"
+
+
+def test_dv_file_is_fsynced_with_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.storage.faults import record_fsyncs
+
+    synced = record_fsyncs(monkeypatch)
+    write_deletion_vectors(str(tmp_path), LocalFileIO(), [BitMap64([3])])
+    assert any("deletion_vector_" in p for p in synced) and str(tmp_path) in synced

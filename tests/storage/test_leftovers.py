@@ -1,0 +1,102 @@
+"""Stale temp files and staging folders of killed writers are removed; live ones are not."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from txsql.log.actions import AddFile, Metadata, Protocol
+from txsql.log.deltalog import DeltaLog
+from txsql.storage.leftovers import STAGING_DIR, remove_stale_leftovers
+from txsql.txn.transaction import Transaction
+
+HOUR = 3600
+SCHEMA = json.dumps(
+    {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+)
+
+
+def _touch(path: Path, age_s: float, data: bytes = b"x") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    then = time.time() - age_s
+    os.utime(path, (then, then))
+    return path
+
+
+def _age_dir(path: Path, age_s: float) -> None:
+    then = time.time() - age_s
+    for parent, dirs, files in os.walk(path, topdown=False):
+        for name in dirs + files:
+            os.utime(os.path.join(parent, name), (then, then))
+    os.utime(path, (then, then))
+
+
+def _layout(root: Path) -> dict[str, Path]:
+    log = root / "_delta_log"
+    paths = {
+        "old_commit_tmp": _touch(log / f".00000000000000000003.json.{'a' * 32}.tmp", 2 * HOUR),
+        "young_commit_tmp": _touch(log / f".00000000000000000004.json.{'b' * 32}.tmp", 60),
+        "old_dv_tmp": _touch(root / f".deletion_vector_x.bin.{'c' * 32}.tmp", 2 * HOUR),
+        "old_prefix_dv_tmp": _touch(root / "ab" / f".deletion_vector_y.bin.{'d' * 32}.tmp", 3e4),
+        "commit": _touch(log / "00000000000000000099.json", 2 * HOUR, b"{}\n"),
+        "crc": _touch(log / ".00000000000000000000.crc", 2 * HOUR),  # not ours: kept
+        "user_hidden": _touch(root / ".keep.tmp", 2 * HOUR),  # no uuid: not ours, kept
+        "data": _touch(root / "part-0.parquet", 2 * HOUR),
+    }
+    old_stage = root / STAGING_DIR / ("1" * 32)
+    _touch(old_stage / "_temporary" / "0" / "part-00000.parquet", 0)
+    _age_dir(old_stage, 2 * HOUR)
+    live_stage = root / STAGING_DIR / ("2" * 32)
+    _touch(live_stage / "_temporary" / "0" / "part-00000.parquet", 2 * HOUR)
+    _touch(live_stage / "_temporary" / "0" / "part-00001.parquet", 5)  # still being written
+    _age_dir(live_stage / "_temporary", 2 * HOUR)  # only the new file is young
+    os.utime(live_stage / "_temporary" / "0" / "part-00001.parquet")
+    paths["old_stage"], paths["live_stage"] = old_stage, live_stage
+    return paths
+
+
+def test_removes_only_stale_txsql_leftovers(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    paths = _layout(root)
+    removed = remove_stale_leftovers(str(root))
+    gone = {k for k, p in paths.items() if not p.exists()}
+    assert gone == {"old_commit_tmp", "old_dv_tmp", "old_prefix_dv_tmp", "old_stage"}
+    assert set(removed.temp_files) == {
+        str(paths[k]) for k in ("old_commit_tmp", "old_dv_tmp", "old_prefix_dv_tmp")
+    }
+    assert removed.staging_dirs == (str(paths["old_stage"]),)
+
+
+def test_threshold_is_configurable_and_missing_table_is_fine(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    paths = _layout(root)
+    remove_stale_leftovers(str(root), max_age_ms=10 * HOUR * 1000)
+    assert all(p.exists() for p in paths.values())
+    assert remove_stale_leftovers(str(tmp_path / "nothing")).temp_files == ()
+
+
+def test_a_commit_that_checkpoints_cleans_up(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = DeltaLog.for_path(str(root))
+    conf = {"delta.checkpointInterval": "2"}
+    with Transaction(log) as txn:
+        txn.stage([Protocol(1, 2), Metadata(id="l", schema_string=SCHEMA, configuration=conf)])
+        txn.commit("CREATE TABLE")
+    paths = _layout(root)
+    paths["commit"].unlink()  # a fake commit 99 would make version 99 the latest
+    for version in (1, 2):
+        name = f"part-{version}.parquet"
+        pq.write_table(pa.table({"id": pa.array([version], pa.int64())}), root / name)
+        with Transaction(log) as txn:
+            txn.stage([AddFile(name, {}, (root / name).stat().st_size, 0)])
+            txn.commit("WRITE")
+        # version 1 writes no checkpoint, so nothing is cleaned up yet
+        assert paths["old_commit_tmp"].exists() == (version == 1)
+    assert not paths["old_stage"].exists() and paths["live_stage"].exists()
+    assert paths["young_commit_tmp"].exists()

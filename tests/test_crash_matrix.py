@@ -113,7 +113,11 @@ def _hidden_log_files(root: Path) -> tuple[list[str], list[str]]:
 
 def _create(root: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", f"from tests.crash_writer import create_table; create_table({str(root)!r})"],
+        [
+            sys.executable,
+            "-c",
+            f"from tests.crash_writer import create_table; create_table({str(root)!r})",
+        ],
         cwd=ROOT_DIR,
         env=_env(),
         capture_output=True,

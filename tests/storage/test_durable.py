@@ -44,7 +44,9 @@ def make_table(root: Path, rows: int = 3, conf: dict[str, str] | None = None) ->
     root.mkdir(parents=True, exist_ok=True)
     log = DeltaLog.for_path(str(root))
     with Transaction(log) as txn:
-        txn.stage([Protocol(1, 2), Metadata(id="d", schema_string=SCHEMA, configuration=conf or {})])
+        txn.stage(
+            [Protocol(1, 2), Metadata(id="d", schema_string=SCHEMA, configuration=conf or {})]
+        )
         txn.commit("CREATE TABLE")
     append(log, root, "part-0.parquet", list(range(rows)))
     return log
@@ -244,3 +246,12 @@ def test_checkpoint_name_is_only_published_complete(tmp_path: Path) -> None:
     write_checkpoint(log.store, log.snapshot())
     written = pq.read_table(root / "_delta_log" / checkpoint_name(1))
     assert written.num_rows >= 3  # protocol, metadata, one add
+
+
+def test_spark_disk_full_becomes_a_typed_error() -> None:
+    from txsql.engine.write import _disk_full
+
+    error = RuntimeError("Job aborted.\njava.io.IOException: No space left on device")
+    typed = _disk_full(error, "/t/_txsql_staging/x")
+    assert isinstance(typed, DiskFullError) and "No space left on device" in typed.message
+    assert _disk_full(RuntimeError("AnalysisException: no such column"), "/t") is None

@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 )
 
 from txsql.engine.schema import TableSchema, physical_name, quote, table_schema
-from txsql.errors import SchemaError, StorageError
+from txsql.errors import DiskFullError, SchemaError, StorageError
 from txsql.log import schema as log_schema
 from txsql.log.actions import AddFile, Metadata
 from txsql.storage.crashpoints import crash_point
@@ -94,6 +94,7 @@ def write_data_files(
         SchemaError: If ``df`` lacks a table column or has columns the table lacks.
         StorageError: If a file could not be moved into the table.
         StorageWriteError: If a moved file could not be made durable (fsync failed).
+        DiskFullError: If Spark's write ran out of disk space (the table is unchanged).
     """
     del spark
     root = os.path.abspath(table_root)
@@ -109,7 +110,13 @@ def write_data_files(
     if schema.partition_columns:
         writer = writer.partitionBy(*[c.physical_name for c in schema.partition_columns])
     try:
-        writer.parquet(staging)
+        try:
+            writer.parquet(staging)
+        except Exception as exc:
+            full = _disk_full(exc, staging)
+            if full is None:
+                raise
+            raise full from exc
         moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
         # Spark's writer does not fsync: the files and their directory entries must be on
         # disk before a commit can name them.
@@ -138,6 +145,18 @@ def write_data_files(
             )
         )
     return adds
+
+
+_DISK_FULL_MESSAGES = ("No space left on device", "File too large", "Disk quota exceeded")
+
+
+def _disk_full(error: Exception, staging: str) -> DiskFullError | None:
+    """A typed error when Spark's write failed because the disk or a limit ran out."""
+    text = str(error)
+    reason = next((m for m in _DISK_FULL_MESSAGES if m in text), None)
+    if reason is None:
+        return None
+    return DiskFullError(f"writing the data files under {staging} failed: {reason}")
 
 
 def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:

@@ -10,6 +10,7 @@ were moved into the table. ``TXSQL_CRASH_RANDOM_TRIALS`` raises the number of ra
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
@@ -90,7 +91,7 @@ def check_table(root: Path) -> int:
     version, rows, total = _txsql_sum(root)
     assert version == versions[-1]
     recorded = [_metrics(log, v) for v in versions]
-    for (_, before), (delta, after) in zip(recorded, recorded[1:], strict=False):
+    for (_, before), (delta, after) in itertools.pairwise(recorded):
         assert after == before + delta, "each commit's delta adds up to its total"
     assert total == recorded[-1][1], "the rows hold exactly what the committed metrics say"
     con = duckdb_connection()

@@ -13,6 +13,7 @@ a commit that wrote a checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -57,10 +58,8 @@ def remove_stale_leftovers(
             if not os.path.exists(entry.path):
                 staged.append(entry.path)
     if staged:
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(staging)  # fails harmlessly while another writer is staging
-        except OSError:
-            pass
     return Leftovers(tuple(sorted(temps)), tuple(sorted(staged)))
 
 

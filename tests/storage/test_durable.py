@@ -198,31 +198,55 @@ def test_failed_checkpoint_never_fails_the_commit(
 
 _RLIMIT_CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, logging, resource, sys
+    from pyroaring import BitMap64
+    from txsql.dv.store import write_deletion_vectors
     from txsql.errors import DiskFullError
-    from txsql.log.deltalog import DeltaLog
     from txsql.log.actions import AddFile
+    from txsql.log.deltalog import DeltaLog
+    from txsql.storage.filesystem import LocalFileIO
     from txsql.txn.transaction import Transaction
 
-    log = DeltaLog.for_path(sys.argv[1])
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    root = sys.argv[1]
+    log = DeltaLog.for_path(root)
     log.snapshot()
-    add = AddFile("missing.parquet", {}, 1, 0, stats=json.dumps({"pad": "x" * 200_000}))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
-    try:
+
+    def commit(padding):
+        stats = json.dumps({"pad": "x" * padding})
         with Transaction(log) as txn:
-            txn.stage([add])
-            result = txn.commit("WRITE", {"mode": "Append"})
+            txn.stage([AddFile("missing.parquet", {}, 1, 0, stats=stats)])
+            return txn.commit("WRITE", {"mode": "Append"}).version
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+    outcome = {}
+    try:
+        outcome["big commit"] = commit(200_000)
     except DiskFullError as exc:
-        print("DiskFullError", exc.message)
-    else:
-        print("committed", result.version)
+        outcome["big commit"] = type(exc).__name__
+    try:
+        write_deletion_vectors(root, LocalFileIO(), [BitMap64(range(0, 400_000, 3))])
+        outcome["dv"] = "written"
+    except DiskFullError as exc:
+        outcome["dv"] = type(exc).__name__
+    # the checkpoint of this version holds version 2's large stats: it cannot be written
+    outcome["small commit"] = commit(0)
+    print(json.dumps(outcome))
     """
 )
 
 
-def test_file_size_limit_fails_the_commit_in_a_real_process(tmp_path: Path) -> None:
+def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
+    """A real RLIMIT_FSIZE: commit and DV file fail typed; a failed checkpoint is a warning."""
     root = tmp_path / "t"
-    make_table(root)
+    log = make_table(root, conf={"delta.checkpointInterval": "3"})
+    pq.write_table(pa.table({"id": pa.array([10, 11], pa.int64())}), root / "big-stats.parquet")
+    noise = os.urandom(40_000).hex()  # incompressible, so the checkpoint stays large
+    stats = json.dumps({"numRecords": 2, "tags": noise})
+    size = (root / "big-stats.parquet").stat().st_size
+    with Transaction(log) as txn:
+        txn.stage([AddFile("big-stats.parquet", {}, size, 0, stats=stats)])
+        assert txn.commit("WRITE").version == 2
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
         [sys.executable, "-c", _RLIMIT_CHILD, str(root)],
@@ -233,11 +257,22 @@ def test_file_size_limit_fails_the_commit_in_a_real_process(tmp_path: Path) -> N
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("DiskFullError"), done.stdout + done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome == {"big commit": "DiskFullError", "dv": "DiskFullError", "small commit": 3}
+    assert "checkpoint at version 3 failed" in done.stderr
     visible, hidden = visible_and_hidden(str(root / "_delta_log"))
-    assert visible == [commit_name(0), commit_name(1)] and hidden == []
-    assert DeltaLog.for_path(str(root)).snapshot().version == 1
-    assert duckdb_rows(str(root), 1, "id") == [(0,), (1,), (2,)]
+    assert visible == [commit_name(v) for v in range(4)] and hidden == []
+    assert not [n for n in os.listdir(root) if "deletion_vector" in n]
+    commit_3 = (root / "_delta_log" / commit_name(3)).read_text()
+    assert '"missing.parquet"' in commit_3
+    # the small commit's add names a file that does not exist: drop it to read the rows
+    with Transaction(log) as txn:
+        txn.stage(
+            [next(f for f in log.snapshot().files if f.path == "missing.parquet").to_remove()]
+        )
+        txn.commit("DELETE")
+    assert duckdb_rows(str(root), 4, "id") == [(0,), (1,), (2,), (10,), (11,)]
+    assert DeltaLog.for_path(str(root)).snapshot().num_records == 5
 
 
 def test_checkpoint_name_is_only_published_complete(tmp_path: Path) -> None:

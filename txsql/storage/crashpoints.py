@@ -3,7 +3,8 @@
 With ``TXSQL_CRASH_AT=<phase>`` in its environment a process kills itself with SIGKILL when
 it reaches that phase, which is exactly what a power cut or ``kill -9`` at that moment
 leaves on disk. Phases: ``data_written`` (data files moved and synced), ``dv_written``,
-``commit_temp_written``, ``commit_linked``, ``checkpoint_written``,
+``commit_temp_written`` (complete temp file, not linked yet), ``commit_linked`` (temp not
+removed yet; ``dv_`` and ``file_`` variants exist too), ``checkpoint_written``,
 ``last_checkpoint_written``, ``log_cleanup`` (after the first expired log file is
 deleted). The check is one environment lookup, negligible next to the fsyncs around it.
 """

@@ -19,7 +19,12 @@ class LogStore:
         return f"{self.log_dir}/{name}"
 
     def write_if_absent(self, version: int, data: bytes) -> None:
-        """Create commit ``version``; raise :class:`VersionExistsError` if it exists."""
+        """Create commit ``version``; raise :class:`VersionExistsError` if it exists.
+
+        On a local file system the commit is complete and durable (file and directory
+        fsynced) when this returns; a failed write raises ``StorageWriteError`` (or
+        ``DiskFullError``) and leaves no file under the commit's name.
+        """
         try:
             self.fs.write_if_absent(self.log_path(commit_name(version)), data)
         except FileExistsError:
@@ -32,7 +37,8 @@ class LogStore:
         return self.fs.read(self.log_path(name))
 
     def write_log_file(self, name: str, data: bytes) -> None:
-        """Write a non-commit log file (checkpoint, ``_last_checkpoint``), replacing it."""
+        """Write a non-commit log file (checkpoint, ``_last_checkpoint``), replacing it
+        atomically; a failure (``StorageWriteError``) leaves the previous file in place."""
         self.fs.write(self.log_path(name), data)
 
     def delete_log_file(self, name: str) -> None:

@@ -51,7 +51,7 @@ from txsql.errors import DiskFullError, SchemaError, StorageError
 from txsql.log import schema as log_schema
 from txsql.log.actions import AddFile, Metadata
 from txsql.storage.crashpoints import crash_point
-from txsql.storage.durable import make_dirs, sync_files
+from txsql.storage.durable import make_dirs, sync_files, write_error
 from txsql.storage.leftovers import STAGING_DIR
 
 if TYPE_CHECKING:
@@ -192,6 +192,8 @@ def _move(staging: str, root: str, rel: str) -> str:
         os.link(source, target)  # EEXIST instead of clobbering another writer's file
     except FileExistsError as exc:
         raise StorageError(f"data file {target} already exists; refusing to replace it") from exc
+    except OSError as exc:  # ENOSPC for the directory entry, EMLINK, EIO...
+        raise write_error(target, exc, "move a data file to") from exc
     os.unlink(source)
     return rel
 

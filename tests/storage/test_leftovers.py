@@ -43,7 +43,6 @@ def _layout(root: Path) -> dict[str, Path]:
         "old_commit_tmp": _touch(log / f".00000000000000000003.json.{'a' * 32}.tmp", 2 * HOUR),
         "young_commit_tmp": _touch(log / f".00000000000000000004.json.{'b' * 32}.tmp", 60),
         "old_dv_tmp": _touch(root / f".deletion_vector_x.bin.{'c' * 32}.tmp", 2 * HOUR),
-        "old_prefix_dv_tmp": _touch(root / "ab" / f".deletion_vector_y.bin.{'d' * 32}.tmp", 3e4),
         "commit": _touch(log / "00000000000000000099.json", 2 * HOUR, b"{}\n"),
         "crc": _touch(log / ".00000000000000000000.crc", 2 * HOUR),  # not ours: kept
         "user_hidden": _touch(root / ".keep.tmp", 2 * HOUR),  # no uuid: not ours, kept
@@ -66,10 +65,8 @@ def test_removes_only_stale_txsql_leftovers(tmp_path: Path) -> None:
     paths = _layout(root)
     removed = remove_stale_leftovers(str(root))
     gone = {k for k, p in paths.items() if not p.exists()}
-    assert gone == {"old_commit_tmp", "old_dv_tmp", "old_prefix_dv_tmp", "old_stage"}
-    assert set(removed.temp_files) == {
-        str(paths[k]) for k in ("old_commit_tmp", "old_dv_tmp", "old_prefix_dv_tmp")
-    }
+    assert gone == {"old_commit_tmp", "old_dv_tmp", "old_stage"}
+    assert set(removed.temp_files) == {str(paths[k]) for k in ("old_commit_tmp", "old_dv_tmp")}
     assert removed.staging_dirs == (str(paths["old_stage"]),)
 
 

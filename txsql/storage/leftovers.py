@@ -2,7 +2,7 @@
 
 A writer killed between writing its temp file and linking it leaves a hidden
 ``.<name>.<uuid32>.tmp`` next to the final name (in ``_delta_log`` for commits and
-checkpoints, in the table root or a DV prefix folder for DV files). A statement killed
+checkpoints, in the table root for DV files). A statement killed
 while Spark was writing leaves ``_txsql_staging/<uuid>/``. Neither is ever read (listings
 skip dot files, the log never names staging files), so they only cost space; they are
 removed once they are older than a threshold (1 hour by default). A live writer's temp
@@ -64,15 +64,11 @@ def remove_stale_leftovers(
 
 
 def _temp_dirs(table_root: str) -> list[str]:
-    # The log, the root (DV files, catalog-free tables) and visible first-level folders
-    # (DV prefix folders, partitions); temp files are only ever created next to the target.
-    dirs = [os.path.join(table_root, LOG_DIR), table_root]
-    dirs += [
-        e.path
-        for e in _scan(table_root)
-        if e.is_dir(follow_symlinks=False) and not e.name.startswith(("_", "."))
-    ]
-    return dirs
+    # Temp files are only created next to their target: commits and checkpoints in the log,
+    # DV files in the root (txsql writes no DV prefix folders). Partition folders are not
+    # scanned: data files arrive by link, never through a temp file, and a wide table has
+    # thousands of them.
+    return [os.path.join(table_root, LOG_DIR), table_root]
 
 
 def _stale_temps(directory: str, cutoff_ms: int) -> list[str]:

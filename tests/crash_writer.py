@@ -106,6 +106,7 @@ def commit(log: DeltaLog, actions: list, operation: str, delta: int, total: int)
 def main(root: str, ops: int, seed: int) -> None:
     rng = random.Random(seed)
     log = DeltaLog.for_path(root)
+    print("ready", flush=True)  # imports done: random kills from here hit real work
     for _ in range(ops):
         if not log.snapshot().files or rng.random() < 0.5:
             append(log, rng)

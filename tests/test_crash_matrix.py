@@ -181,7 +181,8 @@ def _python_writers(root: Path) -> None:
         left_temp |= bool(_hidden_log_files(root)[1])
     for trial in range(RANDOM_TRIALS):
         child = _writer(root, 100 + trial, OPS_PER_CHILD)
-        time.sleep(rng.uniform(0.5, 2.0))  # the child imports for ~0.5 s before writing
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 0.6))  # 12 operations take about a second
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=120)
         check_table(root)
@@ -189,7 +190,7 @@ def _python_writers(root: Path) -> None:
     latest = check_table(root)
     child = _writer(root, 999, 3)
     out, err = child.communicate(timeout=120)
-    assert child.returncode == 0 and out.strip() == "done", err
+    assert child.returncode == 0 and out.split() == ["ready", "done"], err
     assert check_table(root) == latest + 3
     assert killed_at == PHASES
     # killed between temp write and link, a writer leaves a hidden temp; cleanup removes it

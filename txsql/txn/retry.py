@@ -22,6 +22,7 @@ from txsql.log.checkpoint import should_checkpoint
 from txsql.log.codec import encode_commit
 from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
+from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.leftovers import remove_stale_leftovers
 from txsql.txn.conflicts import TxnView, check_winning_commit
 from txsql.txn.isolation import choose_isolation, is_blind_append, row_level_enabled
@@ -193,8 +194,9 @@ class CommitLoop:
             snapshot: Snapshot = self.log.snapshot(version)
             if should_checkpoint(version, snapshot.configuration):
                 self.log.checkpoint(snapshot)
-                # Throttled with the checkpoint: leftovers of killed writers.
-                remove_stale_leftovers(self.log.table_root)
+                if isinstance(self.log.store.fs, LocalFileIO):
+                    # Throttled with the checkpoint: leftovers of killed writers.
+                    remove_stale_leftovers(self.log.table_root)
         except Exception:  # a failed checkpoint never fails a landed commit
             logger.warning("checkpoint at version %d failed", version, exc_info=True)
 

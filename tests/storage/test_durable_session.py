@@ -11,7 +11,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import duckdb_rows
-from tests.storage.faults import WriteFault, inject_write, visible_and_hidden
+from tests.storage.faults import WriteFault, inject_write, record_fsyncs, visible_and_hidden
 from txsql.errors import DiskFullError
 from txsql.log.deltalog import DeltaLog
 
@@ -33,8 +33,14 @@ def test_delete_on_a_full_disk_fails_and_leaves_the_table(
     session.sql(
         "CREATE TABLE t (id BIGINT, s STRING) TBLPROPERTIES (delta.enableDeletionVectors = true)"
     )
+    synced = record_fsyncs(monkeypatch)
     session.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    monkeypatch.undo()
     root = _root(tmp_path)
+    # data files moved out of Spark's staging are synced, with their folder, before commit 1
+    data = [p for p in synced if p.startswith(f"{root}/part-") and p.endswith(".parquet")]
+    commit = synced.index(next(p for p in synced if ".00000000000000000001.json." in p))
+    assert data and synced.index(data[0]) < commit and synced.index(str(root)) < commit
     inject_write(monkeypatch, WriteFault(r"/_delta_log/\.\d{20}\.json\.", budget=10))
     with pytest.raises(DiskFullError) as info:
         session.sql("DELETE FROM t WHERE id = 2")

@@ -126,10 +126,11 @@ def write_temp(path: str, data: bytes) -> str:
         try:
             write_all(fd, data, path)
             os.fsync(fd)
-        except OSError as exc:  # fsync: EIO, or ENOSPC on file systems that allocate late
-            raise write_error(path, exc) from exc
         finally:
             os.close(fd)
+    except OSError as exc:  # fsync or close: EIO, or ENOSPC where space is allocated late
+        remove_quietly(tmp)
+        raise write_error(path, exc) from exc
     except BaseException:
         remove_quietly(tmp)
         raise

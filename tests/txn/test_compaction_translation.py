@@ -70,10 +70,12 @@ def _setup() -> tuple[Lab, AddFile, AddFile]:
     return lab, lab.current("f1.parquet"), f2
 
 
-def _compaction_actions(lab: Lab, sources: Sequence[AddFile]) -> tuple[list[Action], str]:
+def _compaction_actions(
+    lab: Lab, sources: Sequence[AddFile], name: str = "opt"
+) -> tuple[list[Action], str]:
     """OPTIMIZE of ``sources`` into one file: the actions and the row map parameter."""
     out_ids = [i for f in sources for i in _live_ids(lab, f)]
-    out = lab.file("opt", out_ids, data_change=False)
+    out = lab.file(name, out_ids, data_change=False)
     row_map = RowMap(
         (
             OutputBin(
@@ -109,8 +111,8 @@ def _table_ids(lab: Lab) -> list[int]:
     return sorted(v for f in lab.log.snapshot().files for v in _live_ids(lab, f))
 
 
-def _commit_compaction(lab: Lab, sources: Sequence[AddFile]) -> CommitResult:
-    actions, param = _compaction_actions(lab, sources)
+def _commit_compaction(lab: Lab, sources: Sequence[AddFile], name: str = "opt") -> CommitResult:
+    actions, param = _compaction_actions(lab, sources, name)
     t = lab.txn()
     t.record_scan(TRUE, list(sources))
     t.stage(actions)
@@ -195,3 +197,46 @@ def test_a_later_winner_deleting_translated_read_rows_conflicts() -> None:
     with pytest.raises(ConcurrentDeleteReadError):
         dml.commit("DELETE")
     assert _table_ids(lab) == [0, 2, 4, 5, 6, 7, 8, 9]
+
+
+def test_whole_file_removals_translate_in_both_orders() -> None:
+    # The compaction loses to a DELETE that removes all of f2 (no DV: the file goes).
+    _OUTPUT_IDS.clear()
+    lab, f1, f2 = _setup()
+    actions, param = _compaction_actions(lab, [f1, f2])
+    opt = lab.txn()
+    opt.record_scan(TRUE, [f1, f2])
+    opt.stage(actions)
+    _remember_output(lab, actions)
+    lab.commit([f2.to_remove()], "DELETE", read_files=[f2])
+    opt.commit("OPTIMIZE", {ROW_MAP_PARAM: param})
+    assert _table_ids(lab) == [0, 2, 3, 4], "serial: DELETE f2's rows, then OPTIMIZE"
+    # A DELETE of every live row of the output loses to a second compaction of it.
+    out = lab.current("opt.parquet")
+    dml = lab.txn()
+    dml.record_scan(TRUE, [out], {out.path: BitMap64([0, 1, 2, 3])})
+    dml.stage([out.to_remove()])
+    _commit_compaction(lab, [out], "opt2")
+    result = dml.commit("DELETE")
+    assert result.rebased_files == ("opt2.parquet",)
+    assert _table_ids(lab) == []
+    assert [f.path for f in lab.log.snapshot().files] == [], "every row deleted: file removed"
+
+
+def test_build_row_map_ties_each_bin_to_its_task_file() -> None:
+    from txsql.planner.optimize import build_row_map
+
+    lab = Lab()
+    a, b, c = lab.file("a", range(3)), lab.file("b", range(3, 5)), lab.file("c", range(5, 9))
+    (dv,) = lab.dv_delete(a, [0])[1:]  # a with row 0 deleted: 2 live rows
+    assert isinstance(dv, AddFile)
+    first = lab.file("p=x/part-00000-u.c000", range(4))  # a's 2 live rows + b's 2
+    second = lab.file("p=x/part-00001-u.c000", range(4))
+    row_map = build_row_map([[dv, b], [c]], [second, first])
+    assert row_map is not None
+    assert [bin.path for bin in row_map.bins] == [first.path, second.path]
+    assert [s.path for s in row_map.bins[0].sources] == ["a.parquet", "b.parquet"]
+    assert row_map.bins[0].sources[0].layout_dv == dv.deletion_vector
+    short = lab.file("p=x/part-00001-u.c000", range(3))
+    assert build_row_map([[dv, b], [c]], [first, short]) is None, "row count must match"
+    assert build_row_map([[dv, b], [c]], [first, first]) is None, "one file per task"

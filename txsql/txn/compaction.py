@@ -339,9 +339,7 @@ def plan_carry(
     touched = row_map.source_paths & set(winner.removes)
     if not touched:
         return Carry({}, {})
-    if changes_no_data(
-        [a for a in winner.actions if isinstance(a, (AddFile, RemoveFile))]
-    ):
+    if changes_no_data([a for a in winner.actions if isinstance(a, (AddFile, RemoveFile))]):
         return None  # another compaction rewrote our sources: both cannot commit
     sizes = {s.path: s.rows for b in row_map.bins for s in b.sources}
     newly: dict[str, BitMap64] = {}

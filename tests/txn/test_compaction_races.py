@@ -107,4 +107,4 @@ def test_zorder_keeps_the_file_level_rule(s: txsql.Session) -> None:
     s.sql("OPTIMIZE t ZORDER BY (v)")
     with pytest.raises(ConcurrentDeleteReadError, match="no row map"):
         loser.commit()
-    _check(s, {k: v for k, v in SEED.items()})
+    _check(s, SEED)

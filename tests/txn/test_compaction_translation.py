@@ -240,3 +240,19 @@ def test_build_row_map_ties_each_bin_to_its_task_file() -> None:
     short = lab.file("p=x/part-00001-u.c000", range(3))
     assert build_row_map([[dv, b], [c]], [first, short]) is None, "row count must match"
     assert build_row_map([[dv, b], [c]], [first, first]) is None, "one file per task"
+
+
+def test_a_row_map_that_disagrees_with_the_commit_is_not_trusted() -> None:
+    _OUTPUT_IDS.clear()
+    lab, f1, f2 = _setup()
+    dml = _dml_delete(lab, f1, [3])
+    actions, _ = _compaction_actions(lab, [f1, f2])
+    lying = RowMap(
+        (OutputBin("opt.parquet", (Source(f1.path, 5, None), Source(f2.path, 5, None))),)
+    )
+    t = lab.txn()
+    t.record_scan(TRUE, [f1, f2])
+    t.stage(actions)
+    t.commit("OPTIMIZE", {ROW_MAP_PARAM: encode_row_map(lying)})  # ignores f1's DV: 10 != 9
+    with pytest.raises(ConcurrentDeleteReadError, match="no row map"):
+        dml.commit("DELETE")

@@ -143,7 +143,21 @@ def winner_row_map(winner: WinningCommit) -> RowMap | None:
     row_map = decode_row_map(info.operation_parameters)
     if row_map is None or not _matches_actions(row_map, winner.actions):
         return None
-    return row_map
+    return row_map if _counts_agree(row_map, winner) else None
+
+
+def _counts_agree(row_map: RowMap, winner: WinningCommit) -> bool:
+    """Row counts in the map agree with the commit's stats (a map we can trust)."""
+    for b in row_map.bins:
+        for s in b.sources:
+            logged = num_records(winner.removes[s.path].stats)
+            if logged is not None and logged != s.rows:
+                return False
+        if b.path is not None:
+            live = sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in b.sources)
+            if num_records(winner.adds[b.path].stats) != live:
+                return False
+    return True
 
 
 def own_row_map(parameters: Mapping[str, Any], actions: Sequence[Action]) -> RowMap | None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from pyroaring import BitMap64
 
 from tests.txn.harness import Lab
-from txsql.errors import ConcurrentDeleteReadError
+from txsql.errors import CommitConflictError, ConcurrentDeleteReadError
 from txsql.log.actions import Action, AddFile
 from txsql.log.predicates import TRUE, Column, Comparison, Literal
 from txsql.txn.compaction import (
@@ -61,9 +62,9 @@ def test_row_map_round_trips_through_json() -> None:
 # --- interleavings on the in-memory table ---------------------------------------------------
 
 
-def _setup() -> tuple[Lab, AddFile, AddFile]:
+def _setup(**lab_options: Any) -> tuple[Lab, AddFile, AddFile]:
     """f1 holds ids 0..4 (id 1 deleted by a DV), f2 holds ids 5..9."""
-    lab = Lab()
+    lab = Lab(**lab_options)
     f1, f2 = lab.file("f1", range(5)), lab.file("f2", range(5, 10))
     lab.commit([f1, f2], blind=True)
     lab.commit(lab.dv_delete(f1, [1]), "DELETE", read_files=[f1])
@@ -255,4 +256,20 @@ def test_a_row_map_that_disagrees_with_the_commit_is_not_trusted() -> None:
     t.stage(actions)
     t.commit("OPTIMIZE", {ROW_MAP_PARAM: encode_row_map(lying)})  # ignores f1's DV: 10 != 9
     with pytest.raises(ConcurrentDeleteReadError, match="no row map"):
+        dml.commit("DELETE")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"row_level": False}, {"row_level": True, "conf": {"delta.enableDeletionVectors": "false"}}],
+)
+def test_no_translation_under_file_level_rules_or_without_dv_writes(
+    options: dict[str, Any],
+) -> None:
+    """Delta's file-level rules stay as they are; a table that may not get new DVs too."""
+    _OUTPUT_IDS.clear()
+    lab, f1, f2 = _setup(**options)
+    dml = _dml_delete(lab, f1, [3])
+    _commit_compaction(lab, [f1, f2])
+    with pytest.raises(CommitConflictError):
         dml.commit("DELETE")

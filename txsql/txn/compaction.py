@@ -32,7 +32,8 @@ from pyroaring import BitMap64
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.dv.store import write_deletion_vectors
-from txsql.log.actions import Action, AddFile, RemoveFile
+from txsql.log import features, properties
+from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from txsql.txn.isolation import changes_no_data
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.rowlevel import RowLevelState, loosen_stats, num_records
@@ -133,6 +134,13 @@ def _matches_actions(row_map: RowMap, actions: Sequence[Action]) -> bool:
     removed = {norm_path(a.path) for a in files if isinstance(a, RemoveFile)}
     added = {norm_path(a.path) for a in files if isinstance(a, AddFile)}
     return removed == row_map.source_paths and added == row_map.output_paths
+
+
+def can_write_dvs(protocol: Protocol, metadata: Metadata) -> bool:
+    """Translations write DVs: only on tables whose protocol and settings allow them."""
+    return "deletionVectors" in features.writer_features(
+        protocol
+    ) and properties.deletion_vectors_enabled(metadata.configuration)
 
 
 def winner_row_map(winner: WinningCommit) -> RowMap | None:

@@ -33,6 +33,7 @@ from txsql.txn.compaction import (
     Carry,
     DmlTranslation,
     RowMap,
+    can_write_dvs,
     plan_carry,
     plan_dml_translation,
     winner_row_map,
@@ -139,7 +140,7 @@ def _compaction_race(
     file-level steps 6-7). Untranslatable cases return nothing and the usual rules apply.
     """
     state = ours.rows
-    if state is None:
+    if state is None or not can_write_dvs(ours.protocol, ours.metadata):
         return None, None, set()
     if ours.row_map is not None:
         carry = plan_carry(winner, ours.row_map, state, _staged_removes(ours))

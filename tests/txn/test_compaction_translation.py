@@ -273,3 +273,16 @@ def test_no_translation_under_file_level_rules_or_without_dv_writes(
     _commit_compaction(lab, [f1, f2])
     with pytest.raises(CommitConflictError):
         dml.commit("DELETE")
+
+
+def test_two_compactions_of_the_same_files_still_conflict() -> None:
+    _OUTPUT_IDS.clear()
+    lab, f1, f2 = _setup()
+    unmapped = lab.txn()  # e.g. a ZORDER: no row map of its own
+    actions, _ = _compaction_actions(lab, [f1, f2], "zorder")
+    unmapped.record_scan(TRUE, [f1, f2])
+    unmapped.stage(actions)
+    _commit_compaction(lab, [f1, f2])
+    with pytest.raises(CommitConflictError):
+        unmapped.commit("OPTIMIZE")
+    assert _table_ids(lab) == [0, 2, 3, 4, 5, 6, 7, 8, 9]

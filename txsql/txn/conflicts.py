@@ -147,8 +147,10 @@ def _compaction_race(
         if carry is None:
             return None, None, set()
         return None, carry, set(carry.sources)
-    if winner_row_map(winner) is None:
-        return None, None, set()
+    if winner_row_map(winner) is None or changes_no_data(
+        [a for a in ours.actions if isinstance(a, (AddFile, RemoveFile))]
+    ):
+        return None, None, set()  # (two compactions of the same files still conflict)
     translation = plan_dml_translation(winner, state, ours.read_set)
     if translation is None:
         return None, None, set()

@@ -18,7 +18,8 @@ from tests.txn.harness import Lab
 from txsql.errors import CommitConflictError, ConcurrentDeleteReadError
 from txsql.log.actions import Action, AddFile
 from txsql.log.predicates import TRUE, Column, Comparison, Literal
-from txsql.txn.compaction import (
+from txsql.txn.result import CommitResult
+from txsql.txn.rowmap import (
     ROW_MAP_PARAM,
     OutputBin,
     RowMap,
@@ -28,7 +29,6 @@ from txsql.txn.compaction import (
     encode_row_map,
     translate,
 )
-from txsql.txn.result import CommitResult
 from txsql.txn.transaction import Transaction
 
 

@@ -37,9 +37,9 @@ from txsql.planner.predicates import predicate_sql, to_predicate
 from txsql.planner.rewrite import commit_result, scan_files, size_summary
 from txsql.planner.statements import OptimizeTable
 from txsql.result import Result
-from txsql.txn.compaction import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
 from txsql.txn.readset import norm_path
 from txsql.txn.rowlevel import num_records
+from txsql.txn.rowmap import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

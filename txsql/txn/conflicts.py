@@ -32,7 +32,6 @@ from txsql.log.schema import StructType
 from txsql.txn.compaction import (
     Carry,
     DmlTranslation,
-    RowMap,
     can_write_dvs,
     plan_carry,
     plan_dml_translation,
@@ -42,6 +41,7 @@ from txsql.txn.explain import Reporter, partition_labels, partition_predicate_ex
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ReadSet, ScanRecord, norm_path
 from txsql.txn.rowlevel import Rebase, RowLevelState
+from txsql.txn.rowmap import RowMap
 from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
 from txsql.txn.winner import WinningCommit
 

@@ -6,7 +6,10 @@ Run: ``python benchmarks/commit.py``. Prints, in one run on this machine:
 2. the throughput of tiny blind-append commits from one process (commits/s);
 3. 4 writer processes each deleting different rows of the same data file through deletion
    vectors, with row-level concurrency on (goal: 0 % aborts) and off (Delta Spark's
-   file-level rule, for comparison).
+   file-level rule, for comparison);
+4. abort rates of a MERGE-heavy and a compaction-heavy mix, row-level next to file-level
+   (``benchmarks/commit_mixes.py``; sizes through TXSQL_BENCH_MIX_COMMITS and
+   TXSQL_BENCH_COMPACTIONS).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import replace
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 
+from commit_mixes import run_mix
 from pyroaring import BitMap64
 
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
@@ -182,6 +186,9 @@ def main() -> None:
             f"3. {WRITERS} writers x {COMMITS_PER_WRITER} DV deletes on one file, {mode}: "
             f"{aborts} aborts / {commits} commits = {rate:.0f} % aborted, {elapsed:.1f} s"
         )
+    for mix in ("MERGE-heavy", "compaction-heavy"):
+        for row_level in (True, False):
+            print(f"4. {run_mix(mix, row_level).line()}")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,9 @@ def test_optimize_compacts_and_drops_deleted_rows(session: txsql.Session) -> Non
     info = snapshot.commit_info
     assert info is not None and info.operation == "OPTIMIZE"
     assert info.isolation_level == "SnapshotIsolation"
-    assert info.operation_parameters == {"predicate": "[]", "zOrderBy": "[]", "auto": "false"}
+    parameters = dict(info.operation_parameters or {})
+    assert parameters.pop("txsqlRowMap", None), "row map recorded (txn/compaction.py)"
+    assert parameters == {"predicate": "[]", "zOrderBy": "[]", "auto": "false"}
     assert (info.operation_metrics or {})["numRemovedFiles"] == "8"
     metrics = r.df.collect()[0]["metrics"]
     assert metrics["filesRemoved"]["totalFiles"] == 8 and metrics["preserveInsertionOrder"]

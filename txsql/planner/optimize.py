@@ -37,6 +37,9 @@ from txsql.planner.predicates import predicate_sql, to_predicate
 from txsql.planner.rewrite import commit_result, scan_files, size_summary
 from txsql.planner.statements import OptimizeTable
 from txsql.result import Result
+from txsql.txn.readset import norm_path
+from txsql.txn.rowlevel import num_records
+from txsql.txn.rowmap import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -47,6 +50,8 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _BIN = "_txsql_bin"
 _ORDER = "_txsql_order"
 _Z = "_txsql_z"
+# Spark names a task's output file part-<task number>-...; bin i is written by task i.
+_PART = re.compile(r"(?:^|/)part-(\d+)-[^/]*$")
 
 RESULT_SCHEMA = (
     "path STRING, metrics STRUCT<numFilesAdded: BIGINT, numFilesRemoved: BIGINT, "
@@ -73,9 +78,11 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     bins = plan_bins(considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder))
     rewritten = [f for b in bins for f in b]
     adds: list[AddFile] = []
+    row_map: RowMap | None = None
     if bins:
         txn.record_scan(predicate, rewritten)
         adds = _rewrite(ctx, snapshot, bins, zorder)
+        row_map = None if zorder else build_row_map(bins, adds)
         txn.stage([f.to_remove(data_change=False) for f in rewritten])
         txn.stage(adds)
     described = predicate_sql(statement.where, snapshot.schema_json) if statement.where else None
@@ -84,6 +91,9 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
         parameters["applyPurge"] = True
     else:
         parameters |= {"zOrderBy": json.dumps(list(zorder)), "auto": False}
+    if row_map is not None:
+        # Where every surviving row landed: lets concurrent DML and this commit both land.
+        parameters[ROW_MAP_PARAM] = encode_row_map(row_map)
     dvs_removed = sum(1 for f in rewritten if f.deletion_vector is not None)
     metrics = _commit_metrics(rewritten, adds, dvs_removed)
     committed = ctx.commit(txn, operation, parameters, metrics) if bins else None
@@ -202,6 +212,38 @@ def _rewrite(
     rows = rows.select(*[F.col(f"`{c}`") for c in table_columns])
     adds = write_data_files(ctx.spark, rows, snapshot.table_root, snapshot.metadata)
     return [replace(a, data_change=False) for a in adds]
+
+
+def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
+    """The row map of a bin-packing rewrite, or None if the output cannot be tied to it.
+
+    Each bin is written by its own task (``_bin_keys``) in source order, so task ``i``'s
+    file holds bin ``i``'s live rows in order. The map is only recorded when every file is
+    accounted for: one file per bin at most, with exactly the bin's live row count.
+    """
+    by_task: dict[int, AddFile] = {}
+    for add in adds:
+        m = _PART.search(norm_path(add.path))
+        if m is None or int(m.group(1)) in by_task:
+            return None
+        by_task[int(m.group(1))] = add
+    if not set(by_task) <= set(range(len(bins))):
+        return None
+    out = []
+    for i, b in enumerate(bins):
+        sources = []
+        for f in b:
+            rows = num_records(f.stats)
+            if rows is None:
+                return None
+            sources.append(Source(norm_path(f.path), rows, f.deletion_vector))
+        live = sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in sources)
+        output = by_task.get(i)
+        written = num_records(output.stats) if output is not None else 0
+        if written != live:
+            return None
+        out.append(OutputBin(norm_path(output.path) if output else None, tuple(sources)))
+    return RowMap(tuple(out))
 
 
 def _bin_keys(ctx: RunContext, n: int) -> list[int]:

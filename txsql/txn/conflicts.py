@@ -29,10 +29,19 @@ from txsql.log.predicates import (
     split_predicate,
 )
 from txsql.log.schema import StructType
+from txsql.txn.compaction import (
+    Carry,
+    DmlTranslation,
+    can_write_dvs,
+    plan_carry,
+    plan_dml_translation,
+    winner_row_map,
+)
 from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ReadSet, ScanRecord, norm_path
 from txsql.txn.rowlevel import Rebase, RowLevelState
+from txsql.txn.rowmap import RowMap
 from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
 from txsql.txn.winner import WinningCommit
 
@@ -79,6 +88,7 @@ class TxnView:
     rows: RowLevelState | None = None
     row_checker: RowPredicateChecker | None = None
     column_mapping_mode: str = "none"
+    row_map: RowMap | None = None  # set when we are a txsql compaction with a row map
 
     @property
     def metadata_changed(self) -> bool:
@@ -96,6 +106,8 @@ class CheckOutcome:
     protocol: Protocol
     metadata: Metadata
     rebases: list[Rebase] = field(default_factory=list)
+    translation: DmlTranslation | None = None  # we move our DML onto a compaction's outputs
+    carry: Carry | None = None  # our compaction takes the winner's deletions along
 
 
 def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
@@ -110,11 +122,43 @@ def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
     metadata = check_metadata(winner, ours.actions, ours.metadata, protocol, report)
     check_domains(winner, ours.actions, report)
     check_app_ids(winner, ours.read_set.app_ids, report)
-    row_level_paths = _row_level_dv_updates(winner, ours)
-    _check_added_files(winner, ours, row_level_paths, report)
+    translation, carry, handled = _compaction_race(winner, ours)
+    row_level_paths = _row_level_dv_updates(winner, ours) - handled
+    _check_added_files(winner, ours, row_level_paths | handled, report)
     rebases = _check_row_level_deletes(winner, ours, row_level_paths, report)
-    _check_deleted_files(winner, ours, row_level_paths, report)
-    return CheckOutcome(protocol, metadata, rebases)
+    _check_deleted_files(winner, ours, row_level_paths | handled, report)
+    return CheckOutcome(protocol, metadata, rebases, translation, carry)
+
+
+def _compaction_race(
+    winner: WinningCommit, ours: TxnView
+) -> tuple[DmlTranslation | None, Carry | None, set[str]]:
+    """Compaction vs DML (row level only): the winner's paths handled by row-map translation.
+
+    Returns the translation of our DML onto a winning compaction, or the winner's deletions
+    our compaction carries, and the winner's paths they take care of (skipped by the
+    file-level steps 6-7). Untranslatable cases return nothing and the usual rules apply.
+    """
+    state = ours.rows
+    if state is None or not can_write_dvs(ours.protocol, ours.metadata):
+        return None, None, set()
+    if ours.row_map is not None:
+        carry = plan_carry(winner, ours.row_map, state, _staged_removes(ours))
+        if carry is None:
+            return None, None, set()
+        return None, carry, set(carry.sources)
+    if winner_row_map(winner) is None or changes_no_data(
+        [a for a in ours.actions if isinstance(a, (AddFile, RemoveFile))]
+    ):
+        return None, None, set()  # (two compactions of the same files still conflict)
+    translation = plan_dml_translation(winner, state, ours.read_set)
+    if translation is None:
+        return None, None, set()
+    return translation, None, set(winner.removes)
+
+
+def _staged_removes(ours: TxnView) -> dict[str, RemoveFile]:
+    return {norm_path(a.path): a for a in ours.actions if isinstance(a, RemoveFile)}
 
 
 def _row_level_dv_updates(winner: WinningCommit, ours: TxnView) -> set[str]:
@@ -359,6 +403,11 @@ def _delete_hint(winner: WinningCommit, ours: TxnView, hit: Sequence[RemoveFile]
         example = partition_predicate_example(hit[0].partition_values)
         tips.append(
             f"scope the statement to its partitions (e.g. {example}) so it reads fewer files"
+        )
+    if ours.rows is not None and changes_no_data(_file_actions(winner)):
+        tips.append(
+            f"{winner.describe} rewrote files without changing data and recorded no row "
+            "map txsql can translate through (ZORDER, or another engine's compaction)"
         )
     if ours.rows is None and winner.dv_updates:
         tips.append(

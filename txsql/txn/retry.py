@@ -24,7 +24,8 @@ from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.leftovers import remove_stale_leftovers
-from txsql.txn.conflicts import TxnView, check_winning_commit
+from txsql.txn.compaction import apply_carry, apply_dml_translation, own_row_map
+from txsql.txn.conflicts import CheckOutcome, TxnView, check_winning_commit
 from txsql.txn.isolation import choose_isolation, is_blind_append, row_level_enabled
 from txsql.txn.readset import norm_path
 from txsql.txn.result import CommitResult
@@ -102,6 +103,7 @@ class CommitLoop:
             rows=rows,
             row_checker=self.txn.row_predicate_checker,
             column_mapping_mode=properties.column_mapping_mode(conf),
+            row_map=own_row_map(self.parameters, actions),
         )
         last_timestamp = snapshot.commit_timestamp if snapshot else 0
         version = 0 if read_version is None else read_version + 1
@@ -130,6 +132,7 @@ class CommitLoop:
                 outcome = check_winning_commit(winner, view)
                 view.protocol, view.metadata = outcome.protocol, outcome.metadata
                 if rows is not None:
+                    self._translate(outcome, rows, view)
                     if outcome.rebases:
                         apply_rebases(rows, outcome.rebases, self.staged.removes, self.staged.adds)
                         self.rebased.update(r.path for r in outcome.rebases)
@@ -140,6 +143,17 @@ class CommitLoop:
         raise CommitRetriesExceededError(
             f"gave up committing {self.operation} after {self.txn.max_attempts} attempts"
         )
+
+    def _translate(self, outcome: CheckOutcome, rows: RowLevelState, view: TxnView) -> None:
+        """Compaction vs DML: restage onto a winning compaction, or carry a DML's deletes."""
+        if outcome.translation is not None:
+            view.read_set = apply_dml_translation(
+                outcome.translation, rows, self.staged.removes, self.staged.adds, view.read_set
+            )
+            self.rebased.update(outcome.translation.deletes)
+        if outcome.carry is not None:
+            apply_carry(outcome.carry, rows, self.staged.removes, self.staged.adds)
+            self.rebased.update(p for p, r in outcome.carry.deletes.items() if r)
 
     def _protocol_and_metadata(self) -> tuple[Protocol, Metadata]:
         staged = self.staged.actions()

@@ -1,0 +1,294 @@
+"""Compaction and DML both commit: row positions translated through a compaction's row map.
+
+txsql's OPTIMIZE / REORG ... PURGE (without ZORDER) writes each bin as one output file by
+concatenating its source files in a recorded order, skipping the rows their deletion
+vectors delete. So the output position of every surviving source row is recomputable from
+the list of (source path, physical row count, source DV) per output file: the *row map*,
+stored in the commit's ``operationParameters`` under :data:`ROW_MAP_PARAM` (Delta readers
+ignore unknown parameters). The source DV recorded there is the *layout* DV, the one the
+rows were copied under; it stays the reference for positions even when the compaction later
+carries a concurrent DML's deletions (as DVs on its outputs).
+
+Two races become non-conflicts:
+
+* a DML that lost to a mapped compaction moves its deletions (and its read rows) from the
+  removed source files to the compaction's outputs (:func:`plan_dml_translation`);
+* a compaction that lost to a DML re-marks the DML's newly deleted source rows with DVs on
+  its own outputs (:func:`plan_carry`).
+
+Anything that cannot be translated exactly (no map: ZORDER or a foreign engine; a DV that
+shrank; a winner that started from a DV we do not know) returns ``None`` and the caller's
+file-level rules raise the usual conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pyroaring import BitMap64
+
+from txsql.dv.store import write_deletion_vectors
+from txsql.log import features, properties
+from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
+from txsql.txn.isolation import changes_no_data
+from txsql.txn.readset import ReadSet, norm_path
+from txsql.txn.rowlevel import RowLevelState, loosen_stats, num_records
+from txsql.txn.rowmap import RowMap, UntranslatableError, decode_row_map, translate
+from txsql.txn.winner import WinningCommit
+
+
+def _matches_actions(row_map: RowMap, actions: Sequence[Action]) -> bool:
+    """The map describes exactly these file actions, and they change no data."""
+    files = [a for a in actions if isinstance(a, (AddFile, RemoveFile))]
+    if not changes_no_data(files):
+        return False
+    removed = {norm_path(a.path) for a in files if isinstance(a, RemoveFile)}
+    added = {norm_path(a.path) for a in files if isinstance(a, AddFile)}
+    return removed == row_map.source_paths and added == row_map.output_paths
+
+
+def can_write_dvs(protocol: Protocol, metadata: Metadata) -> bool:
+    """Translations write DVs: only on tables whose protocol and settings allow them."""
+    return "deletionVectors" in features.writer_features(
+        protocol
+    ) and properties.deletion_vectors_enabled(metadata.configuration)
+
+
+def winner_row_map(winner: WinningCommit) -> RowMap | None:
+    """The row map of a winning txsql compaction, if it has one that fits its actions."""
+    info = winner.commit_info
+    if info is None:
+        return None
+    row_map = decode_row_map(info.operation_parameters)
+    if row_map is None or not _matches_actions(row_map, winner.actions):
+        return None
+    return row_map if _counts_agree(row_map, winner) else None
+
+
+def _counts_agree(row_map: RowMap, winner: WinningCommit) -> bool:
+    """Row counts in the map agree with the commit's stats (a map we can trust)."""
+    for b in row_map.bins:
+        for s in b.sources:
+            logged = num_records(winner.removes[s.path].stats)
+            if logged is not None and logged != s.rows:
+                return False
+        if b.path is not None:
+            live = sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in b.sources)
+            if num_records(winner.adds[b.path].stats) != live:
+                return False
+    return True
+
+
+def own_row_map(parameters: Mapping[str, Any], actions: Sequence[Action]) -> RowMap | None:
+    """Our own compaction's row map (None for any other kind of transaction)."""
+    row_map = decode_row_map(parameters)
+    if row_map is None or not _matches_actions(row_map, actions):
+        return None
+    return row_map
+
+
+def layout_bitmaps(row_map: RowMap, state: RowLevelState) -> dict[str, BitMap64]:
+    return {s.path: state.load(s.layout_dv) for b in row_map.bins for s in b.sources}
+
+
+def _all_rows(n: int) -> BitMap64:
+    rows = BitMap64()
+    rows.add_range(0, n)
+    return rows
+
+
+# --- a DML that lost to a compaction --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DmlTranslation:
+    """How our DML moves onto a winning compaction's outputs.
+
+    Attributes:
+        sources: Source paths whose staged remove/add we drop (the compaction removed them).
+        deletes: Output path -> rows we delete there (translated from our DVs/removes).
+        read_rows: Output path -> rows we matched there.
+        read_unknown: Outputs holding rows of files we read without row positions.
+        outputs: The compaction's adds by path (the state we now change).
+    """
+
+    sources: frozenset[str]
+    deletes: dict[str, BitMap64]
+    read_rows: dict[str, BitMap64]
+    read_unknown: frozenset[str]
+    outputs: dict[str, AddFile]
+
+
+def plan_dml_translation(
+    winner: WinningCommit, state: RowLevelState, read_set: ReadSet
+) -> DmlTranslation | None:
+    """Translate our reads and deletions through ``winner``'s row map, or None (conflict)."""
+    row_map = winner_row_map(winner)
+    if row_map is None:
+        return None
+    ours: dict[str, BitMap64] = {}
+    read: dict[str, BitMap64] = {}
+    unknown_sources: set[str] = set()
+    touched: set[str] = set()
+    for path in row_map.source_paths:
+        if path not in read_set.files and not state.modifies(path):
+            continue
+        touched.add(path)
+        # Our positions are relative to the DV we are based on; the compaction must have
+        # removed exactly that logical file.
+        if state.base.get(path, "missing") != winner.removes[path].dv_id:
+            return None
+        if state.modifies(path):
+            mine = state.our_rows(path)
+            if mine is None:
+                return None
+            ours[path] = mine
+        if path in read_set.files:
+            if read_set.rows_known(path):
+                read[path] = read_set.rows[path]
+            else:
+                unknown_sources.add(path)
+    if not touched:
+        return DmlTranslation(frozenset(), {}, {}, frozenset(), dict(winner.adds))
+    layout = layout_bitmaps(row_map, state)
+    try:
+        deletes = translate(row_map, ours, layout)
+        read_rows = translate(row_map, read, layout)
+    except UntranslatableError:
+        return None
+    unknown = {
+        b.path
+        for b in row_map.bins
+        if b.path is not None and any(s.path in unknown_sources for s in b.sources)
+    }
+    return DmlTranslation(frozenset(touched), deletes, read_rows, frozenset(unknown), winner.adds)
+
+
+def apply_dml_translation(
+    t: DmlTranslation,
+    state: RowLevelState,
+    removes: MutableMapping[str, RemoveFile],
+    adds: MutableMapping[str, AddFile],
+    read_set: ReadSet,
+) -> ReadSet:
+    """Restage our deletions as DVs on the outputs; return the read set on the new files."""
+    for path in t.sources:
+        removes.pop(path, None)
+        add = adds.get(path)
+        if add is not None and norm_path(add.path) == path:
+            adds.pop(path)
+    merged: list[tuple[str, BitMap64]] = []
+    for path, deleted in sorted(t.deletes.items()):
+        output = t.outputs[path]
+        removes[path] = output.to_remove(data_change=True)
+        union = state.load(output.deletion_vector) | deleted
+        total = num_records(output.stats)
+        if total is not None and len(union) >= total:
+            adds.pop(path, None)  # we delete every row of the output: remove it whole
+            continue
+        merged.append((path, union))
+    descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
+    for (path, rows), dv in zip(merged, descriptors):
+        output = t.outputs[path]
+        adds[path] = replace(
+            output, data_change=True, deletion_vector=dv, stats=loosen_stats(output.stats)
+        )
+        state.remember(dv, rows)
+    _restage(state, removes, adds)
+    files = set(read_set.files) | set(t.read_rows) | set(t.read_unknown)
+    return replace(
+        read_set,
+        scans=list(read_set.scans),
+        files=files,
+        rows={**read_set.rows, **t.read_rows},
+        rows_unknown=set(read_set.rows_unknown) | set(t.read_unknown),
+        file_dvs={**read_set.file_dvs, **{p: t.outputs[p].dv_id for p in t.read_rows}},
+    )
+
+
+def _restage(
+    state: RowLevelState, removes: Mapping[str, RemoveFile], adds: Mapping[str, AddFile]
+) -> None:
+    # RowLevelState keeps its own copy of our staged actions (for ``our_rows``); after a
+    # translation they describe other files, so refresh it and its cache.
+    state._removes = dict(removes)
+    state._adds = dict(adds)
+    state._ours = {}
+
+
+# --- a compaction that lost to a DML --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Carry:
+    """A winner's deletions carried into our compaction's outputs.
+
+    Attributes:
+        sources: Source path -> the winner's remove or re-add we now remove instead.
+        deletes: Output path -> rows to mark deleted there (in addition to existing DVs).
+    """
+
+    sources: dict[str, RemoveFile]
+    deletes: dict[str, BitMap64]
+
+
+def plan_carry(
+    winner: WinningCommit,
+    row_map: RowMap,
+    state: RowLevelState,
+    removes: Mapping[str, RemoveFile],
+) -> Carry | None:
+    """The winner's new deletions on our source files as rows of our outputs, or None."""
+    touched = row_map.source_paths & set(winner.removes)
+    if not touched:
+        return Carry({}, {})
+    if changes_no_data([a for a in winner.actions if isinstance(a, (AddFile, RemoveFile))]):
+        return None  # another compaction rewrote our sources: both cannot commit
+    sizes = {s.path: s.rows for b in row_map.bins for s in b.sources}
+    newly: dict[str, BitMap64] = {}
+    sources: dict[str, RemoveFile] = {}
+    for path in touched:
+        theirs = winner.removes[path]
+        if theirs.dv_id != removes[path].dv_id:
+            return None  # the winner started from a version of the file we did not copy
+        before = state.load(theirs.deletion_vector)
+        readd = winner.adds.get(path)
+        if readd is None:
+            after = _all_rows(sizes[path])
+            sources[path] = replace(theirs, data_change=False)
+        elif readd.deletion_vector is None:
+            return None  # re-added without a DV: rows came back, not translatable
+        else:
+            after = state.load(readd.deletion_vector)
+            if before - after:
+                return None  # the DV shrank (rows revived): our outputs lack them
+            sources[path] = readd.to_remove(data_change=False)
+        newly[path] = after - before
+    try:
+        deletes = translate(row_map, newly, layout_bitmaps(row_map, state))
+    except UntranslatableError:
+        return None
+    return Carry(sources, deletes)
+
+
+def apply_carry(
+    carry: Carry,
+    state: RowLevelState,
+    removes: MutableMapping[str, RemoveFile],
+    adds: MutableMapping[str, AddFile],
+) -> None:
+    """Remove the winner's versions of our sources; add DVs for its deletions to outputs."""
+    for path, remove in carry.sources.items():
+        removes[path] = remove
+    merged: list[tuple[str, BitMap64]] = []
+    for path, rows in sorted(carry.deletes.items()):
+        if rows:
+            merged.append((path, state.load(adds[path].deletion_vector) | rows))
+    descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
+    for (path, rows), dv in zip(merged, descriptors):
+        add = adds[path]
+        # Still dataChange=false: the rows are gone from the table already (the winner).
+        adds[path] = replace(add, deletion_vector=dv, stats=loosen_stats(add.stats))
+        state.remember(dv, rows)

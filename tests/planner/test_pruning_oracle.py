@@ -47,7 +47,8 @@ ROWS = [
     "TIMESTAMP'2024-01-01 00:00:00', 2, NULL, true, NULL)",
     f"(7, 5, 9007199254740993, {NAN}, 1.0, 2, 'abd', DATE'2024-01-03', "
     "TIMESTAMP'2024-01-03 00:00:00', NULL, 'x', true, 3), "
-    "(8, 6, 8, 0.0, 2.0, 3, 'abe', DATE'2024-01-03', TIMESTAMP'2024-01-03 00:00:01', 3, 'z', true, 3)",
+    "(8, 6, 8, 0.0, 2.0, 3, 'abe', DATE'2024-01-03', TIMESTAMP'2024-01-03 00:00:01', "
+    "3, 'z', true, 3)",
 ]
 LITERALS = {
     "i": ["2", "2.5", "1.5", "2.0", "'2'", "NULL", "5e0", "CAST(2 AS BIGINT)"],
@@ -105,7 +106,7 @@ def _valid(spark, predicates: list[str]) -> list[str]:  # type: ignore[no-untype
     probe.createOrReplaceTempView("pruning_probe")
     for text in predicates:
         try:
-            spark.sql(f"SELECT * FROM pruning_probe WHERE {text}").schema  # analysis only
+            _ = spark.sql(f"SELECT * FROM pruning_probe WHERE {text}").schema  # analysis only
             ok.append(text)
         except Exception:
             continue
@@ -129,9 +130,7 @@ def _oracle(spark, root: Path, predicates: list[str]) -> dict[str, list[tuple[bo
     df = spark.read.option("basePath", str(root)).parquet(*paths)
     df.selectExpr("*", "_metadata.file_path AS file").createOrReplaceTempView("pruning_files")
     flags = ", ".join(f"coalesce(({p}), false) AS c{i}" for i, p in enumerate(predicates))
-    per_file = spark.sql(
-        f"SELECT file, {flags} FROM pruning_files"
-    ).collect()
+    per_file = spark.sql(f"SELECT file, {flags} FROM pruning_files").collect()
     result: dict[str, list[tuple[bool, bool]]] = {}
     for row in per_file:
         name = row["file"].rsplit("/", 1)[-1]

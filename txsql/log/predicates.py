@@ -259,10 +259,61 @@ def _literal_sql(value: LiteralValue) -> str:
 # literal, ``true`` a boolean): a column named like one must be quoted, or a row check
 # evaluates a different predicate than the statement did.
 _RESERVED = frozenset(
-    "all and any array as between both by case cast current_date current_time current_timestamp "
-    "current_user date distinct else end except exists false from group having in inner "
-    "interval is join leading like map not null on or order rlike select some struct table "
-    "then timestamp timestamp_ntz to trailing true union unknown user when where".split()
+    [
+        "all",
+        "and",
+        "any",
+        "array",
+        "as",
+        "between",
+        "both",
+        "by",
+        "case",
+        "cast",
+        "current_date",
+        "current_time",
+        "current_timestamp",
+        "current_user",
+        "date",
+        "distinct",
+        "else",
+        "end",
+        "except",
+        "exists",
+        "false",
+        "from",
+        "group",
+        "having",
+        "in",
+        "inner",
+        "interval",
+        "is",
+        "join",
+        "leading",
+        "like",
+        "map",
+        "not",
+        "null",
+        "on",
+        "or",
+        "order",
+        "rlike",
+        "select",
+        "some",
+        "struct",
+        "table",
+        "then",
+        "timestamp",
+        "timestamp_ntz",
+        "to",
+        "trailing",
+        "true",
+        "union",
+        "unknown",
+        "user",
+        "when",
+        "where",
+    ]
 )
 
 

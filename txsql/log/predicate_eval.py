@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -47,6 +48,19 @@ from txsql.log.schema import (
 # --- typing values ------------------------------------------------------------------------
 
 
+# Every integer of magnitude below 2**53 is a double exactly; comparisons between such a
+# double literal and any integer order the same as Spark's cast-to-double comparison.
+_EXACT_DOUBLE_INTS = 2**53
+
+
+def _float32(value: float) -> float:
+    """The 32-bit float nearest ``value`` (stats of FLOAT columns may print fewer digits)."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:
+        return value
+
+
 class _Undecidable(Exception):
     """Raised internally when a value cannot be typed or compared exactly."""
 
@@ -71,15 +85,24 @@ def _coerce(value: LiteralValue, dtype: DataType) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
             raise _Undecidable
         if isinstance(value, str):
+            # Spark casts the string to the column's type (ANSI) or compares as doubles;
+            # both agree with an exact comparison for a finite number of moderate size.
             try:
-                return float(value) if name in ("float", "double") else Decimal(value.strip())
+                number = Decimal(value.strip())
             except ArithmeticError:
                 raise _Undecidable from None
-            except ValueError:
-                raise _Undecidable from None
+            if not number.is_finite() or abs(number) >= _EXACT_DOUBLE_INTS:
+                raise _Undecidable
+            value = number
         if isinstance(value, float) and math.isnan(value):
             raise _Undecidable  # Spark orders NaN above everything; Python does not
-        return float(value) if name in ("float", "double") else value
+        if name in ("float", "double"):
+            return float(value)  # Spark compares a float column with a literal as doubles
+        if isinstance(value, float) and abs(value) >= _EXACT_DOUBLE_INTS:
+            # Spark casts the integer column to DOUBLE: near 2**53 and beyond, distinct
+            # integers round to this literal, so exact Python comparison would disagree.
+            raise _Undecidable
+        return value
     if name == "string" or name.startswith("string collate"):
         # A non-string literal makes Spark cast the column, which changes the comparison.
         if isinstance(value, str) and not name.startswith("string collate"):
@@ -98,15 +121,18 @@ def _coerce(value: LiteralValue, dtype: DataType) -> Any:
                 if value.tzinfo is not None:
                     raise _Undecidable
                 return value
-            # Naive timestamp literals are session-local time; txsql sessions run in UTC.
-            aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-            return aware.astimezone(dt.timezone.utc)
+            if value.tzinfo is None:
+                # A zone-less literal is read in the Spark session's time zone, which the
+                # log layer cannot know (a user's session need not be UTC).
+                raise _Undecidable
+            return value.astimezone(dt.timezone.utc)
         if isinstance(value, dt.date):
-            midnight = dt.datetime(value.year, value.month, value.day)
-            return midnight if name == "timestamp_ntz" else midnight.replace(tzinfo=dt.timezone.utc)
+            if name == "timestamp":
+                raise _Undecidable  # midnight in the session's (unknown) time zone
+            return dt.datetime(value.year, value.month, value.day)
     if name == "binary" and isinstance(value, bytes):
         return value
-    if isinstance(value, str) and name in ("date", "timestamp", "timestamp_ntz", "boolean"):
+    if isinstance(value, str) and name in ("date", "timestamp_ntz", "boolean"):
         try:
             return parse_partition_value(value, dtype)
         except SchemaError:
@@ -126,7 +152,9 @@ def _stat_value(raw: Any, dtype: DataType) -> Any:
             return int(raw) if isinstance(raw, int) and not isinstance(raw, bool) else None
         if name in ("float", "double"):
             number = float(raw)
-            return None if math.isnan(number) else number
+            if math.isnan(number):
+                return None
+            return _float32(number) if name == "float" else number
         if name == "string":
             return raw if isinstance(raw, str) else None
         if name in ("date", "timestamp", "timestamp_ntz", "boolean") and isinstance(raw, str):
@@ -331,7 +359,7 @@ def _atom_may(p: Predicate, col: Callable[[str], _Range], want: bool) -> bool:
         return True
     if isinstance(p, (IsNull, IsNotNull)):
         if isinstance(p.child, Literal):
-            return (p.child.value is None) == isinstance(p, IsNull) == want
+            return ((p.child.value is None) == isinstance(p, IsNull)) == want
         r = col(p.child.name)
         null_side = isinstance(p, IsNull) == want
         return r.may_null if null_side else r.may_value
@@ -370,7 +398,8 @@ def _parse_stats(add: AddFile) -> dict[str, Any] | None:
     if not add.stats:
         return None
     try:
-        stats = json.loads(add.stats)
+        # Decimals exactly: a float would round a DECIMAL(38, s) bound past a real value.
+        stats = json.loads(add.stats, parse_float=Decimal)
     except ValueError:
         return None
     return stats if isinstance(stats, dict) else None
@@ -442,8 +471,17 @@ def _stats_range(stats: Mapping[str, Any], key: str, dtype: DataType, tight: boo
     name = dtype.name if isinstance(dtype, PrimitiveType) else ""
     if name == "string" and isinstance(hi, str) and len(hi) >= STRING_PREFIX_LENGTH:
         hi = None  # possibly a truncated prefix (+ tie-breaker): not a safe upper bound
-    if name in ("timestamp", "timestamp_ntz") and isinstance(hi, dt.datetime):
-        hi = hi + dt.timedelta(milliseconds=1)  # stats keep milliseconds, rows microseconds
+    if name in ("float", "double"):
+        # Parquet writers leave NaN out of min/max, but Spark orders NaN above every value
+        # (``x > 1e300`` and ``x != 5`` are TRUE for NaN): the maximum is never a bound.
+        hi = None
+    if name in ("timestamp", "timestamp_ntz"):
+        # Stats keep milliseconds, rows microseconds; truncation may round either way
+        # (towards zero before 1970), so widen both ends by 1 ms.
+        if isinstance(hi, dt.datetime):
+            hi = hi + dt.timedelta(milliseconds=1)
+        if isinstance(lo, dt.datetime):
+            lo = lo - dt.timedelta(milliseconds=1)
     nulls = get("nullCount")
     num = stats.get("numRecords")
     known = tight and isinstance(nulls, int) and not isinstance(nulls, bool)

@@ -240,7 +240,8 @@ def _literal_sql(value: LiteralValue) -> str:
             return f"CAST('{value!r}' AS DOUBLE)".replace("inf", "Infinity")
         return repr(value) + "D"
     if isinstance(value, Decimal):
-        return f"{value}BD"
+        # Plain notation: Spark's ``BD`` suffix takes no exponent (``1E+2BD`` is invalid).
+        return f"{value:f}BD"
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             return f"TIMESTAMP_NTZ'{value.isoformat(sep=' ')}'"
@@ -254,9 +255,82 @@ def _literal_sql(value: LiteralValue) -> str:
     return f"'{escaped}'"
 
 
+# Words that read as something other than a column when unquoted (``null`` is the NULL
+# literal, ``true`` a boolean): a column named like one must be quoted, or a row check
+# evaluates a different predicate than the statement did.
+_RESERVED = frozenset(
+    [
+        "all",
+        "and",
+        "any",
+        "array",
+        "as",
+        "between",
+        "both",
+        "by",
+        "case",
+        "cast",
+        "current_date",
+        "current_time",
+        "current_timestamp",
+        "current_user",
+        "date",
+        "distinct",
+        "else",
+        "end",
+        "except",
+        "exists",
+        "false",
+        "from",
+        "group",
+        "having",
+        "in",
+        "inner",
+        "interval",
+        "is",
+        "join",
+        "leading",
+        "like",
+        "map",
+        "not",
+        "null",
+        "on",
+        "or",
+        "order",
+        "rlike",
+        "select",
+        "some",
+        "struct",
+        "table",
+        "then",
+        "timestamp",
+        "timestamp_ntz",
+        "to",
+        "trailing",
+        "true",
+        "union",
+        "unknown",
+        "user",
+        "when",
+        "where",
+    ]
+)
+
+
+def quote_column(name: str) -> str:
+    """``name`` as a Spark SQL identifier, quoted unless plainly a column.
+
+    >>> quote_column("id"), quote_column("null"), quote_column("my `col`")
+    ('id', '`null`', '`my ``col```')
+    """
+    if _IDENT.fullmatch(name) and name.lower() not in _RESERVED:
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _expr_sql(e: Expr) -> str:
     if isinstance(e, Column):
-        return e.name if _IDENT.fullmatch(e.name) else "`" + e.name.replace("`", "``") + "`"
+        return quote_column(e.name)
     return _literal_sql(e.value)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import struct
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -256,23 +257,30 @@ def _typed_literal(value: LiteralValue, to: exp.DataType) -> LiteralValue:
     try:
         if kind == types.DATE and isinstance(value, str):
             return dt.date.fromisoformat(value.strip())
-        if kind in (types.TIMESTAMP, types.TIMESTAMPTZ, types.TIMESTAMPNTZ) and isinstance(
-            value, str
-        ):
+        if kind in (
+            types.TIMESTAMP,
+            types.TIMESTAMPTZ,
+            types.TIMESTAMPLTZ,
+            types.TIMESTAMPNTZ,
+        ) and isinstance(value, str):
             parsed = dt.datetime.fromisoformat(value.strip())
-            if kind == types.TIMESTAMPNTZ:
-                return parsed
-            # Spark reads zone-less timestamp literals in the session zone; txsql pins UTC.
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+            if kind == types.TIMESTAMPNTZ and parsed.tzinfo is not None:
+                raise _NotModelled
+            # A zone-less TIMESTAMP literal is read in the Spark session's zone, which need
+            # not be UTC: it stays naive, and pruning treats it as undecidable.
+            return parsed
         numeric = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
         integral = (types.BIGINT, types.INT, types.SMALLINT, types.TINYINT)
         if kind in integral and isinstance(value, int) and not isinstance(value, bool):
             return value
-        if kind in (types.DOUBLE, types.FLOAT) and numeric:
+        if kind == types.DOUBLE and numeric:
             return float(value)  # type: ignore[arg-type]
+        if kind == types.FLOAT and numeric:
+            # A FLOAT literal is 32-bit: CAST(0.1 AS FLOAT) is 0.100000001490116...
+            return float(struct.unpack("<f", struct.pack("<f", float(value)))[0])  # type: ignore[arg-type]
         if kind == types.DECIMAL and numeric and not isinstance(value, float):
             return Decimal(value)  # type: ignore[arg-type]
-    except ValueError:
+    except (ValueError, OverflowError):
         raise _NotModelled from None
     raise _NotModelled
 

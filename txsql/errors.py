@@ -233,3 +233,24 @@ class CommitRetriesExceededError(TxSqlError):
     """The commit lost more races than the configured retry limit allows."""
 
     default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
+
+
+# --- CREATE locations and column lengths ----------------------------------------------
+
+
+class NonEmptyLocationError(TxSqlError):
+    """CREATE TABLE on a directory that holds files but no Delta log."""
+
+    default_hint = (
+        "Pick an empty or new directory, or move the files away first. To make a table "
+        "of existing Parquet files, read them and CREATE TABLE ... AS SELECT into a new "
+        "location."
+    )
+
+
+class CharVarcharLengthError(SchemaError):
+    """A value is longer than its CHAR(n) / VARCHAR(n) column allows."""
+
+    default_hint = (
+        "Shorten the value (e.g. left(value, n)) or widen the column type; nothing was written."
+    )

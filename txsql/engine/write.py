@@ -46,6 +46,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.schema import TableSchema, physical_name, quote, table_schema
 from txsql.errors import SchemaError, StorageError
 from txsql.log import schema as log_schema
@@ -98,6 +99,8 @@ def write_data_files(
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     projected = df.select(_physical_columns(df, schema))
+    physical = {c.logical_name: c.physical_name for c in schema.columns}
+    projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     staging = os.path.join(root, STAGING_DIR, uuid.uuid4().hex)
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
     writer = projected.write.mode("append")
@@ -108,6 +111,11 @@ def write_data_files(
     try:
         writer.parquet(staging)
         moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
+    except Exception as exc:
+        too_long = length_error(exc)
+        if too_long is not None:
+            raise too_long from None
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         # Fails while another writer is still staging; whoever finishes last removes it.

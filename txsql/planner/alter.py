@@ -131,13 +131,18 @@ def new_fields(ctx: RunContext, columns: tuple[ColumnSpec, ...]) -> list[dict[st
 
 
 def apply_protocol_versions(
-    protocol: Protocol, requested: Mapping[str, str], metadata: Metadata
+    protocol: Protocol,
+    requested: Mapping[str, str],
+    metadata: Metadata,
+    *,
+    new_table: bool = False,
 ) -> Protocol:
     """``protocol`` upgraded to the ``delta.minReaderVersion``/``minWriterVersion`` asked for.
 
     Delta treats these keys as a protocol upgrade, never as stored properties. A lower
-    version than the table has is a downgrade and refused; a version whose implied
-    features txsql cannot write is refused by :func:`features.check_writable`.
+    version than the table has is a downgrade and refused (for a ``new_table`` the
+    versions its features need win, as in Delta); a version whose implied features txsql
+    cannot write is refused by :func:`features.check_writable`.
 
     Raises:
         InvalidTablePropertyError: a downgrade, or reader version 3 without writer 7.
@@ -147,6 +152,9 @@ def apply_protocol_versions(
         return protocol
     reader = int(requested.get(MIN_READER, protocol.min_reader_version))
     writer = int(requested.get(MIN_WRITER, protocol.min_writer_version))
+    if new_table:
+        reader = max(reader, protocol.min_reader_version)
+        writer = max(writer, protocol.min_writer_version)
     for key, wanted, current in (
         (MIN_READER, reader, protocol.min_reader_version),
         (MIN_WRITER, writer, protocol.min_writer_version),

@@ -168,7 +168,7 @@ def test_protocol_versions_upgrade_the_protocol_and_are_never_stored(
     version = log.latest_version()
     with pytest.raises(InvalidTablePropertyError, match="never downgraded"):
         session.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.minWriterVersion' = '1')")
-    with pytest.raises(InvalidTablePropertyError, match="writer = 7|minWriterVersion = 7"):
+    with pytest.raises(InvalidTablePropertyError, match=r"minWriterVersion = 7"):
         session.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.minReaderVersion' = '3')")
     assert log.latest_version() == version
     session.sql(

@@ -83,9 +83,7 @@ def test_added_varchar_column_is_checked_and_char_is_refused_by_name(
     s.sql("INSERT INTO t VALUES (1, 'anything goes', 'ok')")
     with pytest.raises(CharVarcharLengthError, match="column w"):
         s.sql("INSERT INTO t VALUES (2, 'x', 'nope')")
-    assert [tuple(r) for r in s.sql("SELECT * FROM t").df.collect()] == [
-        (1, "anything goes", "ok")
-    ]
+    assert [tuple(r) for r in s.sql("SELECT * FROM t").df.collect()] == [(1, "anything goes", "ok")]
     with pytest.raises(UnsupportedStatementError, match="CHAR\\(2\\)"):
         s.sql("CREATE TABLE c (code CHAR(2))")
     with pytest.raises(UnsupportedStatementError, match="ARRAY"):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from txsql.errors import InvalidTablePropertyError, SchemaError
 from txsql.engine.charvarchar import length_metadata
+from txsql.errors import InvalidTablePropertyError, SchemaError
 from txsql.log import features, properties
 from txsql.log.actions import Action, Metadata, Protocol
 from txsql.planner.context import RunContext

@@ -8,6 +8,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from txsql.engine.write import STAGING_DIR
 from txsql.errors import (
     NonEmptyLocationError,
     SqlError,
@@ -15,7 +16,6 @@ from txsql.errors import (
     TableNotFoundError,
     VersionNotFoundError,
 )
-from txsql.engine.write import STAGING_DIR
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.statements import TableRef

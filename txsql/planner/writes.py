@@ -88,9 +88,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             created_time=int(time.time() * 1000),
         )
         protocol = features.protocol_for_new_table(configuration)
-        protocol = apply_protocol_versions(
-            protocol, requested, metadata, new_table=True
-        )
+        protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
         actions: list[Action] = [protocol, metadata]
         claimed = False
         if ref.name is not None:

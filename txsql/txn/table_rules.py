@@ -85,9 +85,7 @@ def check_protocol(
 
 
 def _creates_table(ours: Sequence[Action]) -> bool:
-    return any(isinstance(a, Protocol) for a in ours) and any(
-        isinstance(a, Metadata) for a in ours
-    )
+    return any(isinstance(a, Protocol) for a in ours) and any(isinstance(a, Metadata) for a in ours)
 
 
 def check_metadata(

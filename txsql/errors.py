@@ -254,3 +254,13 @@ class CharVarcharLengthError(SchemaError):
     default_hint = (
         "Shorten the value (e.g. left(value, n)) or widen the column type; nothing was written."
     )
+
+
+class TableCreatedConcurrentlyError(ProtocolChangedError, TableExistsError):
+    """Another CREATE of the same table committed version 0 first.
+
+    Both a TableExistsError (what the user did: create an existing table) and a
+    ProtocolChangedError (the conflict rule that caught it, with the winner's details).
+    """
+
+    default_hint = "Use the table the other CREATE made, or CREATE TABLE IF NOT EXISTS."

@@ -14,7 +14,7 @@ from txsql.errors import (
     ConcurrentTransactionError,
     MetadataChangedError,
     ProtocolChangedError,
-    TableExistsError,
+    TableCreatedConcurrentlyError,
     UnsupportedFeatureError,
 )
 from txsql.log import features
@@ -46,8 +46,10 @@ def check_protocol(
     if winner.version == 0 and _creates_table(ours):
         # Two CREATEs raced for version 0: the first one written created the table. The
         # loser must not land as version 1 (it would replace the winner's schema).
-        raise TableExistsError(
-            f"the table was created concurrently by another writer ({winner.describe})",
+        report.fail(
+            TableCreatedConcurrentlyError,
+            "the table was created concurrently by another writer",
+            rule="both transactions created the table",
             hint="Another CREATE of this table won the race. Use the table it created, or "
             "CREATE TABLE IF NOT EXISTS to skip an existing table.",
         )

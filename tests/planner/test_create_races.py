@@ -269,3 +269,17 @@ def test_two_processes_race_creates(tmp_path: Path) -> None:
     assert [r[3][0] for r in results] == ["ok", "ok"]
     s_names = set(os.listdir(os.path.join(warehouse, REGISTRY_DIR)))
     assert {"c.json", "d.json", "l.json", "n1.json", "n2.json"} <= s_names
+
+
+def test_failed_ctas_leaves_no_table_directory_or_registration(
+    spark: Any, warehouse: str, tmp_path: Path
+) -> None:
+    s = txsql.Session(spark, warehouse=warehouse)
+    location = tmp_path / "never"
+    failing = "AS SELECT CASE WHEN id > 0 THEN raise_error('boom') ELSE id END AS x FROM range(2)"
+    with pytest.raises(Exception, match="boom"):
+        s.sql(f"CREATE TABLE f LOCATION '{location}' {failing}")
+    assert not location.exists()
+    assert not Path(warehouse, REGISTRY_DIR, "f.json").exists()
+    s.sql(f"CREATE TABLE f LOCATION '{location}' AS SELECT 1 AS x")  # the name is free
+    assert duckdb_rows(str(location), 0, "x") == [(1,)]

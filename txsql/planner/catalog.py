@@ -243,10 +243,28 @@ def check_location_empty(location: str) -> None:
         )
 
 
-def claim_location(location: str) -> None:
+def claim_location(location: str) -> bool:
     """Mark ``location`` as a table being created (an empty ``_delta_log`` directory).
 
     Made before a CTAS writes its data files, so a CREATE racing ours to the same place
     sees a Delta log being created rather than a non-empty directory of strangers' files.
+    Returns whether the table directory itself existed before.
     """
+    existed = os.path.isdir(location)
     os.makedirs(os.path.join(location, "_delta_log"), exist_ok=True)
+    return existed
+
+
+def release_location(location: str, remove_root: bool) -> None:
+    """Undo :func:`claim_location` after a failed CREATE: remove what is left empty.
+
+    ``rmdir`` only removes empty directories, so a table another CREATE committed there
+    (or anything else in the directory) is never touched; the table directory itself
+    only if the CREATE made it.
+    """
+    directories = [os.path.join(location, "_delta_log")] + ([location] if remove_root else [])
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return

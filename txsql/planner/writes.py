@@ -16,7 +16,7 @@ from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.alter import PROTOCOL_KEYS, apply_protocol_versions
-from txsql.planner.catalog import check_location_empty, claim_location
+from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
 from txsql.planner.query import query_dataframe
@@ -99,8 +99,9 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                     return _exists(statement, text, DeltaLog.for_path(ctx.catalog.location(ref)))
                 raise
         adds: list[AddFile] = []
+        root_existed = True
         try:
-            claim_location(location)
+            root_existed = claim_location(location)
             if df is not None:
                 adds = write_data_files(ctx.spark, df, log.table_root, metadata)
                 actions.extend(adds)
@@ -118,6 +119,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         except BaseException as exc:
             # Our files were never committed: nobody else can reference them.
             _delete_files(log.table_root, adds)
+            release_location(location, remove_root=not root_existed)
             if claimed:
                 ctx.catalog.release(ref, location)
             if isinstance(exc, TableExistsError) and statement.if_not_exists:

@@ -34,10 +34,9 @@ if TYPE_CHECKING:
 TYPE_KEY = "__CHAR_VARCHAR_TYPE_STRING"
 _TYPE = re.compile(r"^\s*(char|varchar)\s*\(\s*(\d+)\s*\)\s*$", re.IGNORECASE)
 _ANY_CHAR = re.compile(r"\b(var)?char\s*\(", re.IGNORECASE)
-# Unit separators around the fields: they cannot appear in a column name Spark accepts
-# unquoted and make the marker unambiguous inside Spark's exception text.
-_MARKER = "TXSQL_CHAR_VARCHAR_LENGTH\x1f"
-_SEP = "\x1f"
+# Printable ASCII separators: Spark Connect may escape control characters in messages.
+_MARKER = "TXSQL_CHAR_VARCHAR_LENGTH|~|"
+_SEP = "|~|"
 _SHOWN_VALUE_CHARS = 80
 
 
@@ -125,9 +124,9 @@ def enforce_lengths(
         n = limit.length
         message = F.concat(
             F.lit(f"{_MARKER}{limit.column}{_SEP}{limit.type_string}{_SEP}"),
-            F.substring(value, 1, _SHOWN_VALUE_CHARS),
-            F.lit(_SEP),
             F.length(value).cast("string"),
+            F.lit(_SEP),
+            F.substring(value, 1, _SHOWN_VALUE_CHARS),
             F.lit(_SEP),
         )
         # Spark's rule: only trailing spaces may run past n, and they are cut off.
@@ -149,10 +148,13 @@ def length_error(exc: BaseException) -> CharVarcharLengthError | None:
     start = text.find(_MARKER)
     if start < 0:
         return None
-    parts = text[start + len(_MARKER) :].split(_SEP)
+    rest = text[start + len(_MARKER) :]
+    parts = rest.split(_SEP, 3)
     if len(parts) < 4:
         return None
-    column, type_string, shown, length = parts[:4]
+    column, type_string, length, tail = parts
+    end = tail.rfind(_SEP)
+    shown = tail[:end] if end >= 0 else tail
     suffix = "..." if length.isdigit() and int(length) > len(shown) else ""
     return CharVarcharLengthError(
         f"value {shown!r}{suffix} ({length} characters) is too long for column {column} "

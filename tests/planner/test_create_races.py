@@ -211,6 +211,7 @@ def _child(warehouse: str, proc: int, out: str, start: Any) -> None:
     os.environ.setdefault("TXSQL_DRIVER_MEMORY", "768m")
     import txsql
     from txsql.engine.spark import local_session
+    from txsql.errors import TableExistsError
 
     spark = local_session("local[1]", f"txsql-create-race-{proc}")
     s = txsql.Session(spark=spark, warehouse=warehouse)
@@ -227,6 +228,8 @@ def _child(warehouse: str, proc: int, out: str, start: Any) -> None:
         try:
             r = s.sql(sql)
             outcomes.append(["ok", r.version])
+        except TableExistsError as exc:  # includes TableCreatedConcurrentlyError
+            outcomes.append(["TableExistsError", str(exc)])
         except Exception as exc:
             outcomes.append([type(exc).__name__, str(exc)])
     Path(out).write_text(json.dumps(outcomes))

@@ -255,3 +255,34 @@ class DiskFullError(StorageWriteError):
         "unused files), raise the quota or the process file-size limit (ulimit -f), then "
         "re-run the statement."
     )
+
+
+# --- CREATE locations and column lengths ----------------------------------------------
+
+
+class NonEmptyLocationError(TxSqlError):
+    """CREATE TABLE on a directory that holds files but no Delta log."""
+
+    default_hint = (
+        "Pick an empty or new directory, or move the files away first. To make a table "
+        "of existing Parquet files, read them and CREATE TABLE ... AS SELECT into a new "
+        "location."
+    )
+
+
+class CharVarcharLengthError(SchemaError):
+    """A value is longer than its CHAR(n) / VARCHAR(n) column allows."""
+
+    default_hint = (
+        "Shorten the value (e.g. left(value, n)) or widen the column type; nothing was written."
+    )
+
+
+class TableCreatedConcurrentlyError(ProtocolChangedError, TableExistsError):
+    """Another CREATE of the same table committed version 0 first.
+
+    Both a TableExistsError (what the user did: create an existing table) and a
+    ProtocolChangedError (the conflict rule that caught it, with the winner's details).
+    """
+
+    default_hint = "Use the table the other CREATE made, or CREATE TABLE IF NOT EXISTS."

@@ -9,7 +9,12 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import InvalidTablePropertyError, SchemaError, TransactionError
+from txsql.errors import (
+    InvalidTablePropertyError,
+    SchemaError,
+    TransactionError,
+    UnsupportedFeatureError,
+)
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.guards import AppendOnlyTableError
 
@@ -148,3 +153,58 @@ def test_add_columns_errors(session: txsql.Session, columns: str) -> None:
     with pytest.raises(SchemaError):
         session.sql(f"ALTER TABLE t ADD COLUMNS {columns}")
     assert log_of(session).latest_version() == 1
+
+
+def test_protocol_versions_upgrade_the_protocol_and_are_never_stored(
+    session: txsql.Session,
+) -> None:
+    log = log_of(session)
+    before = log.snapshot().protocol
+    assert (before.min_reader_version, before.min_writer_version) == (1, 2)
+    session.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.minReaderVersion' = '1')")  # same
+    snapshot = log.snapshot()
+    assert snapshot.protocol == before
+    assert "delta.minReaderVersion" not in snapshot.configuration
+    version = log.latest_version()
+    with pytest.raises(InvalidTablePropertyError, match="never downgraded"):
+        session.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.minWriterVersion' = '1')")
+    with pytest.raises(InvalidTablePropertyError, match=r"minWriterVersion = 7"):
+        session.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.minReaderVersion' = '3')")
+    assert log.latest_version() == version
+    session.sql(
+        "ALTER TABLE t SET TBLPROPERTIES ('delta.minReaderVersion' = '3', "
+        "'delta.minWriterVersion' = '7', 'owner' = 'ops')"
+    )
+    snapshot = log.snapshot()
+    protocol = snapshot.protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    # Legacy writer 2 implied these features; version 7 lists them.
+    assert set(protocol.writer_features or ()) == {"appendOnly", "invariants"}
+    assert protocol.reader_features == ()
+    assert snapshot.configuration.get("owner") == "ops"
+    assert not {"delta.minReaderVersion", "delta.minWriterVersion"} & set(snapshot.configuration)
+    session.sql("INSERT INTO t VALUES (3, 'c')")
+    latest = log.latest_version()
+    assert latest is not None
+    assert duckdb_rows(log.table_root, latest, "id, name") == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_create_with_protocol_versions(session: txsql.Session) -> None:
+    session.sql(
+        "CREATE TABLE p (id INT) TBLPROPERTIES ('delta.enableDeletionVectors' = 'false', "
+        "'delta.minWriterVersion' = '4')"
+    )
+    snapshot = log_of(session, "p").snapshot()
+    assert (snapshot.protocol.min_reader_version, snapshot.protocol.min_writer_version) == (1, 4)
+    assert "delta.minWriterVersion" not in snapshot.configuration
+    # Writer 7 would list checkConstraints etc. as binding features txsql cannot write.
+    with pytest.raises(UnsupportedFeatureError, match="checkConstraints"):
+        session.sql("ALTER TABLE p SET TBLPROPERTIES ('delta.minWriterVersion' = '7')")
+    assert log_of(session, "p").latest_version() == 0
+    # Lower than what the table's features need: the features decide (no downgrade).
+    session.sql("CREATE TABLE q (id INT) TBLPROPERTIES ('delta.minReaderVersion' = '1')")
+    protocol = log_of(session, "q").snapshot().protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    with pytest.raises(InvalidTablePropertyError):
+        session.sql("CREATE TABLE r (id INT) TBLPROPERTIES ('delta.minWriterVersion' = '9')")
+    assert not log_of(session, "r").exists()

@@ -71,7 +71,9 @@ def build_history(s: txsql.Session) -> tuple[DeltaLog, set[str], set[str]]:
     for f in snapshot.files:
         if f.deletion_vector is not None:
             live.add(os.path.normpath(f.deletion_vector.absolute_path(root) or ""))
-    age(all_files(root))
+    # The whole table, version 0 included, is an hour old: the orphans were written after
+    # the table's creation, so VACUUM may prove they are its own.
+    age([*all_files(root), log.store.log_path("00000000000000000000.json")])
     doomed = {os.path.normpath(p) for p in all_files(root)} - live
     assert len(doomed) >= 5  # the 'b' file, the old DV file and the orphans
     return log, live, doomed
@@ -155,3 +157,28 @@ def test_log_cleanup_keeps_a_checkpoint_and_everything_after(session: txsql.Sess
     assert sorted(r[0] for r in session.sql("SELECT * FROM t").df.collect()) == [1, 2, 3, 4]
     assert duckdb_rows(log.table_root, 4, "id") == [(1,), (2,), (3,), (4,)]
     assert deltalake_rows(log.table_root, 3, "id") == [(1,), (2,), (3,)]
+
+
+def test_vacuum_never_deletes_files_that_predate_the_table(
+    session: txsql.Session, tmp_path: Path
+) -> None:
+    location = str(tmp_path / "ext")
+    session.sql(f"CREATE TABLE t LOCATION '{location}' AS SELECT id FROM range(3)")
+    log = DeltaLog.for_path(location)
+    ctas_files = [data_file_path(location, f.path) for f in log.snapshot().files]
+    # Someone else's data copied in later with its old modification time (cp -p).
+    foreign = str(Path(location) / "part-00000-foreign.snappy.parquet")
+    Path(foreign).write_bytes(b"not ours")
+    os.utime(foreign, (HOUR_AGO - 3600, HOUR_AGO - 3600))
+    session.sql(SHORT_RETENTION)
+    session.sql("DELETE FROM t")  # removes the CTAS files
+    orphan = str(Path(location) / "part-00001-failed-write.parquet")
+    Path(orphan).write_bytes(b"a failed write after the table was created")
+    # The CTAS files are older than version 0 (written before it) but a commit names them.
+    age(ctas_files)
+    time.sleep(1.2)
+    listed = {r["path"] for r in session.sql("VACUUM t DRY RUN").df.collect()}
+    assert listed == {os.path.normpath(p) for p in [*ctas_files, orphan]}
+    session.sql("VACUUM t")
+    assert os.path.exists(foreign)
+    assert not any(os.path.exists(p) for p in [*ctas_files, orphan])

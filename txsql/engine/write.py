@@ -46,6 +46,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.schema import TableSchema, physical_name, quote, table_schema
 from txsql.errors import DiskFullError, SchemaError, StorageError
 from txsql.log import schema as log_schema
@@ -102,6 +103,8 @@ def write_data_files(
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     projected = df.select(_physical_columns(df, schema))
+    physical = {c.logical_name: c.physical_name for c in schema.columns}
+    projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     staging = os.path.join(root, STAGING_DIR, uuid.uuid4().hex)
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
     writer = projected.write.mode("append")
@@ -113,10 +116,10 @@ def write_data_files(
         try:
             writer.parquet(staging)
         except Exception as exc:
-            full = _disk_full(exc, staging)
-            if full is None:
+            typed = _disk_full(exc, staging) or length_error(exc)
+            if typed is None:
                 raise
-            raise full from exc
+            raise typed from exc
         moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
         # Spark's writer does not fsync: the files and their directory entries must be on
         # disk before a commit can name them.

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from typing import TYPE_CHECKING
 
-from txsql.errors import SqlError, TableNotFoundError, VersionNotFoundError
+from txsql.engine.write import STAGING_DIR
+from txsql.errors import (
+    NonEmptyLocationError,
+    SqlError,
+    TableExistsError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.statements import TableRef
@@ -17,15 +25,19 @@ from txsql.storage.paths import parse_location
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-REGISTRY = "_txsql_catalog.json"
+REGISTRY = "_txsql_catalog.json"  # the old single-file registry: read, never written
+REGISTRY_DIR = "_txsql_catalog"  # one <name>.json per registered name, put-if-absent
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
 class Catalog:
     """Maps table names to locations under a warehouse directory.
 
-    A name maps to ``<warehouse>/<name>`` unless CREATE TABLE ... LOCATION registered an
-    external location for it (kept in ``<warehouse>/_txsql_catalog.json``).
+    A name maps to ``<warehouse>/<name>`` unless CREATE TABLE registered another location
+    for it. Every CREATE of a name claims it with a put-if-absent write of
+    ``<warehouse>/_txsql_catalog/<name>.json``: two processes can never both register a
+    name (a read-modify-write of one shared file lost registrations under concurrency).
+    Warehouses made by older txsql keep their ``_txsql_catalog.json``; it is still read.
     """
 
     def __init__(self, warehouse: str) -> None:
@@ -36,9 +48,15 @@ class Catalog:
     def location(self, ref: TableRef) -> str:
         if ref.path is not None:
             return parse_location(ref.path).path
-        name = self._check_name(ref)
-        registered = self._registry().get(name.lower())
-        return registered or os.path.join(self.warehouse, name.lower())
+        name = self._check_name(ref).lower()
+        return self.registered_location(name) or os.path.join(self.warehouse, name)
+
+    def registered_location(self, name: str) -> str | None:
+        """The location registered for ``name`` (lower case), if any."""
+        entry = self._entry(name.lower())
+        if entry is not None:
+            return entry
+        return self._legacy_registry().get(name.lower())
 
     def log(self, ref: TableRef) -> DeltaLog:
         location = self.location(ref)
@@ -66,23 +84,88 @@ class Catalog:
             return log.snapshot_at_timestamp(timestamp_ms(ref.timestamp, spark))
         return log.snapshot()
 
-    def register(self, ref: TableRef, location: str) -> None:
+    def claim(self, ref: TableRef, location: str) -> bool:
+        """Register ``ref``'s name for ``location`` unless it is registered elsewhere.
+
+        Returns True if this call created the registration, False if the name was already
+        registered for the same location (a CREATE racing ours, or a retry: the version-0
+        commit decides which of them wins).
+
+        Raises:
+            TableExistsError: the name is registered for another location.
+        """
         name = self._check_name(ref).lower()
-        registry = self._registry()
-        registry[name] = parse_location(location).path
-        path = os.path.join(self.warehouse, REGISTRY)
-        self._fs.write(path, json.dumps(registry, indent=1, sort_keys=True).encode())
+        wanted = parse_location(location).path
+        legacy = self._legacy_registry().get(name)
+        if legacy is not None and legacy != wanted:
+            raise self._taken(ref, legacy)
+        body = json.dumps({"name": name, "location": wanted}, sort_keys=True).encode()
+        try:
+            self._fs.write_if_absent(self._entry_path(name), body)
+        except FileExistsError:
+            registered = self._entry(name)
+            if registered is not None and registered != wanted:
+                raise self._taken(ref, registered) from None
+            return False
+        return True
+
+    def release(self, ref: TableRef, location: str) -> None:
+        """Undo a :meth:`claim` of ours whose CREATE failed before any table existed."""
+        name = self._check_name(ref).lower()
+        if self._entry(name) != parse_location(location).path:
+            return
+        if DeltaLog.for_path(location).exists():
+            return  # a racing CREATE to the same location won: the entry is right
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._entry_path(name))
+
+    def register(self, ref: TableRef, location: str) -> None:
+        """Register a name for a location (refused if it is registered elsewhere)."""
+        self.claim(ref, location)
 
     def names(self) -> list[str]:
-        """Tables in the warehouse (directories with a log) and registered external ones."""
-        found = set(self._registry())
+        """Tables in the warehouse (directories with a log) and registered ones."""
+        found = set(self._legacy_registry())
+        directory = os.path.join(self.warehouse, REGISTRY_DIR)
+        if os.path.isdir(directory):
+            for entry in os.scandir(directory):
+                if entry.name.endswith(".json") and not entry.name.startswith("."):
+                    name = entry.name[: -len(".json")]
+                    location = self._entry(name)
+                    if location is not None and DeltaLog.for_path(location).exists():
+                        found.add(name)
         if os.path.isdir(self.warehouse):
             for entry in os.scandir(self.warehouse):
                 if entry.is_dir() and os.path.isdir(os.path.join(entry.path, "_delta_log")):
                     found.add(entry.name)
         return sorted(found)
 
-    def _registry(self) -> dict[str, str]:
+    def _taken(self, ref: TableRef, registered: str) -> TableExistsError:
+        return TableExistsError(
+            f"table {ref.display} is already registered for location {registered}",
+            hint="Pick another name, or use that table. If no table exists there (a CREATE "
+            f"that crashed), delete {self._entry_path(ref.display.lower())} and retry.",
+        )
+
+    def _entry_path(self, name: str) -> str:
+        return os.path.join(self.warehouse, REGISTRY_DIR, f"{name}.json")
+
+    def _entry(self, name: str) -> str | None:
+        try:
+            data = json.loads(self._fs.read(self._entry_path(name)))
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            # A torn entry cannot exist (write_if_absent links a complete temp file), but
+            # never guess a location from a damaged one.
+            raise SqlError(
+                f"the catalog entry {self._entry_path(name)} is damaged",
+                hint="Delete the file and CREATE TABLE ... LOCATION again.",
+            ) from None
+        location = data.get("location") if isinstance(data, dict) else None
+        return str(location) if location else None
+
+    def _legacy_registry(self) -> dict[str, str]:
         path = os.path.join(self.warehouse, REGISTRY)
         try:
             data: dict[str, str] = json.loads(self._fs.read(path))
@@ -128,3 +211,60 @@ def sql_string(text: str) -> str:
     'it\'s'
     """
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def check_location_empty(location: str) -> None:
+    """Refuse to CREATE a table in a directory that holds anything but a Delta log.
+
+    Delta refuses such a location too: the files would look like orphans of the new table
+    (VACUUM deletes orphans). An existing ``_delta_log`` directory is accepted (a racing
+    or crashed CREATE made it; the version-0 commit decides who created the table), and so
+    is txsql's own ``_txsql_staging`` area.
+
+    Raises:
+        NonEmptyLocationError: naming the location and a few of the entries in it.
+    """
+    try:
+        entries = sorted(os.listdir(location))
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise NonEmptyLocationError(
+            f"cannot create a table at {location}: it is a file, not a directory"
+        ) from None
+    if "_delta_log" in entries and os.path.isdir(os.path.join(location, "_delta_log")):
+        return
+    others = [e for e in entries if e != STAGING_DIR]
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise NonEmptyLocationError(
+            f"cannot create a table at {location}: the directory is not empty and holds no "
+            f"Delta log (it contains {shown})"
+        )
+
+
+def claim_location(location: str) -> bool:
+    """Mark ``location`` as a table being created (an empty ``_delta_log`` directory).
+
+    Made before a CTAS writes its data files, so a CREATE racing ours to the same place
+    sees a Delta log being created rather than a non-empty directory of strangers' files.
+    Returns whether the table directory itself existed before.
+    """
+    existed = os.path.isdir(location)
+    os.makedirs(os.path.join(location, "_delta_log"), exist_ok=True)
+    return existed
+
+
+def release_location(location: str, remove_root: bool) -> None:
+    """Undo :func:`claim_location` after a failed CREATE: remove what is left empty.
+
+    ``rmdir`` only removes empty directories, so a table another CREATE committed there
+    (or anything else in the directory) is never touched; the table directory itself
+    only if the CREATE made it.
+    """
+    directories = [os.path.join(location, "_delta_log")] + ([location] if remove_root else [])
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return

@@ -6,7 +6,11 @@ A file under the table root is deleted when (Delta's ``VacuumCommand``):
 * no tombstone younger than the retention (``delete before = now - retention``) names it
   or its DV: versions inside the window stay readable by time travel;
 * its modification time is older than ``delete before`` too, so files a writer is still
-  committing (not in the log yet) are safe.
+  committing (not in the log yet) are safe;
+* it provably belongs to the table: a readable commit names it, or it was written after
+  the table's creation (version 0). Unnamed files older than the table are someone
+  else's data (CREATE refuses non-empty directories, but files can be copied in later)
+  and are never deleted.
 
 That covers expired tombstones and orphans: files a failed statement wrote, leftovers in
 txsql's ``_txsql_staging/``, unreferenced ``deletion_vector_*.bin``. ``_delta_log`` and
@@ -24,12 +28,13 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from dataclasses import dataclass
 
 from txsql.engine.write import STAGING_DIR
 from txsql.errors import TransactionError, TxSqlError
 from txsql.log import properties
 from txsql.planner.context import RunContext
-from txsql.planner.retention import referenced_files
+from txsql.planner.retention import creation_time_ms, logged_files, referenced_files
 from txsql.planner.statements import VacuumTable
 from txsql.result import Result
 from txsql.storage.leftovers import remove_stale_leftovers
@@ -67,7 +72,9 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         )
     root = parse_location(snapshot.table_root).path
     cutoff = int(time.time() * 1000) - retain_ms
-    doomed = files_to_delete(root, referenced_files(snapshot, root, cutoff), cutoff)
+    keep = referenced_files(snapshot, root, cutoff)
+    owned = Ownership(logged_files(log, snapshot, root), creation_time_ms(log, snapshot))
+    doomed = files_to_delete(root, keep, cutoff, owned)
     if statement.dry_run:
         df = ctx.spark.createDataFrame([(p,) for p in doomed], "path STRING")
         return Result(
@@ -119,8 +126,32 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
     )
 
 
-def files_to_delete(root: str, keep: set[str], cutoff_ms: int) -> list[str]:
-    """Sorted local paths under ``root`` that VACUUM deletes (see the module docstring)."""
+@dataclass(frozen=True)
+class Ownership:
+    """What proves a file belongs to the table: a commit names it, or its age.
+
+    ``logged``: local paths some readable commit (or the snapshot) names. ``created_ms``:
+    the table's creation time; an unnamed file written before it predates the table
+    (someone else's data in the directory) and is never deleted. None: unknown, so only
+    logged files are deleted.
+    """
+
+    logged: set[str]
+    created_ms: int | None
+
+    def owns(self, path: str, mtime_ms: float) -> bool:
+        if path in self.logged:
+            return True
+        return self.created_ms is not None and mtime_ms >= self.created_ms
+
+
+def files_to_delete(
+    root: str, keep: set[str], cutoff_ms: int, owned: Ownership | None = None
+) -> list[str]:
+    """Sorted local paths under ``root`` that VACUUM deletes (see the module docstring).
+
+    ``owned`` None skips the ownership rule (every unreferenced old file is deleted).
+    """
     doomed = []
     for directory, dirs, names in os.walk(root):
         inside_staging = _inside(root, directory, STAGING_DIR)
@@ -138,7 +169,9 @@ def files_to_delete(root: str, keep: set[str], cutoff_ms: int) -> list[str]:
                 mtime_ms = os.stat(path).st_mtime * 1000
             except FileNotFoundError:
                 continue
-            if mtime_ms < cutoff_ms:
+            if mtime_ms >= cutoff_ms:
+                continue
+            if inside_staging or owned is None or owned.owns(path, mtime_ms):
                 doomed.append(path)
     return sorted(doomed)
 

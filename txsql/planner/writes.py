@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from txsql.engine.charvarchar import length_metadata
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata
 from txsql.log.deltalog import DeltaLog
+from txsql.planner.alter import PROTOCOL_KEYS, apply_protocol_versions
+from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
 from txsql.planner.query import query_dataframe
+from txsql.planner.retention import data_file_path
 from txsql.planner.statements import CreateTable, InsertInto
 from txsql.result import Result
 from txsql.storage.paths import parse_location
@@ -25,6 +31,14 @@ if TYPE_CHECKING:
 
 
 def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Result:
+    """CREATE TABLE [IF NOT EXISTS] [AS SELECT], atomic across processes.
+
+    The version-0 commit (put-if-absent of ``00000000000000000000.json``) decides which of
+    several racing CREATEs of one table wins; a loser raises TableExistsError (IF NOT
+    EXISTS: does nothing) and its CTAS files are deleted, never committed. A named table
+    is first claimed in the catalog (put-if-absent, see :meth:`Catalog.claim`), so two
+    CREATEs of one name with different LOCATIONs cannot both succeed either.
+    """
     ref = statement.target
     if ctx.explicit is not None:
         raise TransactionError(
@@ -33,57 +47,107 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         )
     if statement.location is not None:
         location = parse_location(statement.location).path
+        if ref.name is not None:
+            registered = ctx.catalog.registered_location(ref.name)
+            default = DeltaLog.for_path(ctx.catalog.location(ref))
+            if registered is None and default.exists():
+                raise TableExistsError(
+                    f"table {ref.display} already exists at {default.table_root}"
+                )
     else:
         location = ctx.catalog.location(ref)
     log = DeltaLog.for_path(location)
-    if log.exists():
-        if statement.if_not_exists:
-            return Result(
-                text,
-                "CREATE TABLE",
-                version=log.latest_version(),
-                table=ref.display,
-                message=f"{ref.display} already exists; nothing done",
-            )
-        raise TableExistsError(f"table {ref.display} already exists at {log.table_root}")
-    df: DataFrame | None = None
-    if statement.query is not None:
-        df, _ = query_dataframe(ctx, statement.query)
-        schema_json = df.schema.jsonValue()
-    else:
-        schema_json = _schema_from_columns(ctx, statement)
-    _check_partition_columns(statement, schema_json)
-    configuration = {"delta.enableDeletionVectors": "true"}
-    for key, value in statement.properties:
-        configuration[key] = properties.validate_property(key, value)
-    metadata = Metadata(
-        id=str(uuid.uuid4()),
-        schema_string=json.dumps(schema_json, separators=(",", ":")),
-        partition_columns=statement.partition_columns,
-        configuration=configuration,
-        description=statement.comment,
-        created_time=int(time.time() * 1000),
-    )
-    actions: list[Action] = [features.protocol_for_new_table(configuration), metadata]
-    adds: list[AddFile] = []
-    if df is not None:
-        adds = write_data_files(ctx.spark, df, log.table_root, metadata)
-        actions.extend(adds)
-    operation = "CREATE TABLE AS SELECT" if df is not None else "CREATE TABLE"
-    parameters = {
-        "isManaged": json.dumps(statement.location is None),
-        "description": statement.comment,
-        "partitionBy": json.dumps(list(statement.partition_columns)),
-        "properties": json.dumps(dict(statement.properties)),
-    }
     with Transaction(log, max_attempts=ctx.max_commit_attempts) as txn:
-        txn.stage(actions)
-        committed = txn.commit(
-            operation, parameters, _write_metrics(adds) if df is not None else {}
+        # Pin "no table yet" before anything is written: the commit then goes to version 0
+        # or fails; a CREATE never lands as a later version of someone else's table.
+        if txn.snapshot() is not None:
+            return _exists(statement, text, log)
+        check_location_empty(location)
+        df: DataFrame | None = None
+        if statement.query is not None:
+            df, _ = query_dataframe(ctx, statement.query)
+            schema_json = df.schema.jsonValue()
+        else:
+            schema_json = _schema_from_columns(ctx, statement)
+        _check_partition_columns(statement, schema_json)
+        configuration = {"delta.enableDeletionVectors": "true"}
+        requested: dict[str, str] = {}
+        for key, value in statement.properties:
+            canonical = properties.canonical_key(key)
+            checked = properties.validate_property(key, value)
+            if canonical in PROTOCOL_KEYS:
+                requested[canonical] = checked
+            else:
+                configuration[canonical] = checked
+        metadata = Metadata(
+            id=str(uuid.uuid4()),
+            schema_string=json.dumps(schema_json, separators=(",", ":")),
+            partition_columns=statement.partition_columns,
+            configuration=configuration,
+            description=statement.comment,
+            created_time=int(time.time() * 1000),
         )
-    if statement.location is not None and ref.name is not None:
-        ctx.catalog.register(ref, location)
+        protocol = features.protocol_for_new_table(configuration)
+        protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
+        actions: list[Action] = [protocol, metadata]
+        claimed = False
+        if ref.name is not None:
+            try:
+                claimed = ctx.catalog.claim(ref, location)
+            except TableExistsError:
+                if statement.if_not_exists:
+                    return _exists(statement, text, DeltaLog.for_path(ctx.catalog.location(ref)))
+                raise
+        adds: list[AddFile] = []
+        root_existed = True
+        try:
+            root_existed = claim_location(location)
+            if df is not None:
+                adds = write_data_files(ctx.spark, df, log.table_root, metadata)
+                actions.extend(adds)
+            operation = "CREATE TABLE AS SELECT" if df is not None else "CREATE TABLE"
+            parameters = {
+                "isManaged": json.dumps(statement.location is None),
+                "description": statement.comment,
+                "partitionBy": json.dumps(list(statement.partition_columns)),
+                "properties": json.dumps(dict(statement.properties)),
+            }
+            txn.stage(actions)
+            committed = txn.commit(
+                operation, parameters, _write_metrics(adds) if df is not None else {}
+            )
+        except BaseException as exc:
+            # Our files were never committed: nobody else can reference them.
+            _delete_files(log.table_root, adds)
+            release_location(location, remove_root=not root_existed)
+            if claimed:
+                ctx.catalog.release(ref, location)
+            if isinstance(exc, TableExistsError) and statement.if_not_exists:
+                return _exists(statement, text, log)
+            raise
+    if ref.name is not None:
+        ctx.catalog.claim(ref, location)  # idempotent; restores an entry a loser released
     return _commit_result(text, ref.display, committed, adds if df is not None else None)
+
+
+def _exists(statement: CreateTable, text: str, log: DeltaLog) -> Result:
+    """The table exists: IF NOT EXISTS does nothing, a plain CREATE fails."""
+    ref = statement.target
+    if not statement.if_not_exists:
+        raise TableExistsError(f"table {ref.display} already exists at {log.table_root}")
+    return Result(
+        text,
+        "CREATE TABLE",
+        version=log.latest_version(),
+        table=ref.display,
+        message=f"{ref.display} already exists; nothing done",
+    )
+
+
+def _delete_files(root: str, adds: list[AddFile]) -> None:
+    for add in adds:
+        with contextlib.suppress(OSError):
+            os.unlink(data_file_path(root, add.path))
 
 
 def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
@@ -146,6 +210,9 @@ def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, A
         field["nullable"] = column.nullable
         if column.comment is not None:
             field["metadata"] = {**field.get("metadata", {}), "comment": column.comment}
+        lengths = length_metadata(column.name, column.type_sql)
+        if lengths:  # VARCHAR(n): a string column whose length every write checks
+            field["metadata"] = {**field.get("metadata", {}), **lengths}
     return {"type": "struct", "fields": fields}
 
 

@@ -14,6 +14,7 @@ from txsql.errors import (
     ConcurrentTransactionError,
     MetadataChangedError,
     ProtocolChangedError,
+    TableCreatedConcurrentlyError,
     UnsupportedFeatureError,
 )
 from txsql.log import features
@@ -42,6 +43,16 @@ def check_protocol(
     report: Reporter,
 ) -> Protocol:
     """Step 1: return the protocol to commit against (the winner's, if it upgraded it)."""
+    if winner.version == 0 and _creates_table(ours):
+        # Two CREATEs raced for version 0: the first one written created the table. The
+        # loser must not land as version 1 (it would replace the winner's schema).
+        report.fail(
+            TableCreatedConcurrentlyError,
+            "the table was created concurrently by another writer",
+            rule="both transactions created the table",
+            hint="Another CREATE of this table won the race. Use the table it created, or "
+            "CREATE TABLE IF NOT EXISTS to skip an existing table.",
+        )
     theirs = winner.protocol
     if theirs is None:
         return current
@@ -73,6 +84,10 @@ def check_protocol(
             hint=exc.hint,
         )
     return theirs
+
+
+def _creates_table(ours: Sequence[Action]) -> bool:
+    return any(isinstance(a, Protocol) for a in ours) and any(isinstance(a, Metadata) for a in ours)
 
 
 def check_metadata(

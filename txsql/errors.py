@@ -233,3 +233,27 @@ class CommitRetriesExceededError(TxSqlError):
     """The commit lost more races than the configured retry limit allows."""
 
     default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
+
+
+# --- log integrity (appended) ------------------------------------------------------------
+
+
+class ChecksumMismatchError(CorruptLogError):
+    """The table state rebuilt from the log differs from a version's ``.crc`` checksum file."""
+
+    default_hint = (
+        "A commit or checkpoint lost lines or rows: restore the damaged _delta_log file from "
+        "a backup, or read an earlier version whose checksum still matches."
+    )
+
+
+class TxSqlWarning(UserWarning):
+    """Base class of txsql warnings (filter them with ``warnings.simplefilter``)."""
+
+
+class CheckpointFallbackWarning(TxSqlWarning):
+    """A checkpoint could not be used; the table was rebuilt from an older one or from commits."""
+
+
+class ChecksumUnreadableWarning(TxSqlWarning):
+    """A ``.crc`` checksum file could not be parsed, so that version was not verified."""

@@ -203,7 +203,8 @@ def _replay_checked(
         try:
             state.apply(read_checkpoint(store, cp))
         except (CorruptLogError, pa.ArrowException, OSError, ValueError, KeyError, TypeError) as e:
-            raise _CheckpointUnusable(f"checkpoint {cp.files[0]} is unreadable: {e}") from e
+            why = e.message if isinstance(e, CorruptLogError) else str(e)
+            raise _CheckpointUnusable(f"checkpoint {cp.files[0]} is unreadable: {why}") from e
         if state.protocol is None or state.metadata is None:
             raise _CheckpointUnusable(f"checkpoint {cp.files[0]} has no protocol or metaData row")
         if cp.version in checksums:
@@ -224,7 +225,7 @@ def _replay_checked(
             if cp is None:
                 raise
             # The checkpoint may have lost rows; an older base can tell (and repair) it.
-            raise _CheckpointUnusable(e.message) from e
+            raise _CheckpointUnusable(f"{e.message} (built on checkpoint {cp.files[0]})") from e
     return snap, state
 
 

@@ -303,3 +303,61 @@ def test_writer_refuses_to_fill_a_gap_below_it(pristine: Path, tmp_path: Path) -
     with pytest.raises(CorruptLogError, match=f"commits {LATEST}..{LATEST} it builds on"):
         txn.commit("WRITE")
     assert commit_files(root) == before
+
+
+# --- end to end through Session.sql (Spark) -------------------------------------------
+
+
+@pytest.fixture()
+def session(spark: object, tmp_path: Path) -> object:
+    import txsql
+
+    return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
+
+
+def _log_names(location: str) -> list[str]:
+    return sorted(p.name for p in (Path(location) / "_delta_log").iterdir())
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("keep_checksum", [False, True])
+def test_time_travel_then_insert_never_fills_a_gap(session: object, keep_checksum: bool) -> None:
+    """Issue 9 item 3: a session that time-travelled must not commit into a gap."""
+    import txsql
+
+    assert isinstance(session, txsql.Session)
+    s = session
+    s.sql("CREATE TABLE g (id BIGINT)")
+    for v in range(1, 8):
+        assert s.sql(f"INSERT INTO g VALUES ({v})").version == v
+    location = s.table("g").location
+    assert sorted(r[0] for r in s.sql("SELECT id FROM g VERSION AS OF 3").df.collect()) == [1, 2, 3]
+    log_file(Path(location), 6).unlink()
+    if not keep_checksum:
+        log_file(Path(location), 6, "crc").unlink()
+    before = _log_names(location)
+    with pytest.raises(CorruptLogError, match="missing commit 6"):
+        s.sql("INSERT INTO g VALUES (100)")
+    assert _log_names(location) == before  # nothing written into the damaged log
+    with pytest.raises(CorruptLogError, match="missing commit 6"):
+        s.sql("SELECT count(*) FROM g")
+    # An intact earlier version stays readable.
+    rows = s.sql("SELECT id FROM g VERSION AS OF 4").df.collect()
+    assert sorted(r[0] for r in rows) == [1, 2, 3, 4]
+
+
+@pytest.mark.spark
+def test_lost_newest_commit_is_detected_by_its_checksum(session: object) -> None:
+    import txsql
+
+    assert isinstance(session, txsql.Session)
+    s = session
+    s.sql("CREATE TABLE h (id BIGINT)")
+    s.sql("INSERT INTO h VALUES (1)")
+    s.sql("INSERT INTO h VALUES (2)")
+    location = s.table("h").location
+    log_file(Path(location), 2).unlink()  # its .crc stays behind
+    before = _log_names(location)
+    with pytest.raises(CorruptLogError, match="commit 2 of"):
+        s.sql("INSERT INTO h VALUES (3)")
+    assert _log_names(location) == before

@@ -11,7 +11,7 @@ from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol
 from txsql.log.checkpoint import write_checkpoint
 from txsql.log.codec import encode_commit
 from txsql.log.replay import load_snapshot
-from txsql.log.segment import find_segment, list_log, read_last_checkpoint
+from txsql.log.segment import fallback_segments, find_segment, list_log, read_last_checkpoint
 from txsql.storage import LogStore, MemoryFileIO
 from txsql.storage.paths import checkpoint_name
 
@@ -118,6 +118,33 @@ def test_gap_bridged_by_a_checkpoint_is_fine() -> None:
     assert find_segment(store).checkpoint is not None
     with pytest.raises(CorruptLogError, match="missing commit 5"):
         find_segment(store, 7)
+
+
+def test_empty_commit_in_the_segment_is_corrupt_and_named() -> None:
+    store = build(6, checkpoints=(2,))
+    store.fs.write(store.log_path(f"{4:020d}.json"), b"")
+    with pytest.raises(CorruptLogError, match=r"00000000000000000004\.json is empty"):
+        find_segment(store)
+    assert find_segment(store, 3).version == 3
+    store.fs.write(store.log_path(f"{1:020d}.json"), b"")  # below the checkpoint: not needed
+    store.fs.write(store.log_path(f"{4:020d}.json"), b"x")
+    assert find_segment(store).checkpoint is not None
+
+
+def test_fallbacks_are_older_checkpoints_then_commit_zero() -> None:
+    store = build(12, checkpoints=(4, 8))
+    listing = list_log(store)
+    primary = find_segment(store, listing=listing)
+    assert primary.checkpoint is not None and primary.checkpoint.version == 8
+    options = list(fallback_segments(store, listing, primary))
+    bases = [seg.checkpoint.version if seg.checkpoint else None for seg in options]
+    assert bases == [4, None]
+    for seg in options:  # each covers every commit above its base up to the target
+        assert seg.commit_versions[-1] == 11 and seg.version == 11
+    store.delete_log_file(f"{2:020d}.json")  # a gap below checkpoint 4: no replay from 0
+    assert [s.checkpoint for s in fallback_segments(store, list_log(store), primary)] == [
+        options[0].checkpoint
+    ]
 
 
 def test_version_beyond_latest_names_the_range() -> None:

@@ -150,15 +150,17 @@ CASES = {
     # Appends commute: version 8 is right again; version 7 contradicts its checksum.
     "commits-swapped": Case(_swap(7, 8), True),
     "commit-missing-a-line": Case(_drop_add_line(7), False, message="numFiles"),
-    "checkpoint-truncated": Case(_truncate("00000000000000000006.checkpoint.parquet"), True,
-                                 CheckpointFallbackWarning),
-    "checkpoint-garbage": Case(_garbage("00000000000000000006.checkpoint.parquet"), True,
-                               CheckpointFallbackWarning),
-    "checkpoint-empty": Case(_empty("00000000000000000006.checkpoint.parquet"), True,
-                             CheckpointFallbackWarning),
+    "checkpoint-truncated": Case(
+        _truncate("00000000000000000006.checkpoint.parquet"), True, CheckpointFallbackWarning
+    ),
+    "checkpoint-garbage": Case(
+        _garbage("00000000000000000006.checkpoint.parquet"), True, CheckpointFallbackWarning
+    ),
+    "checkpoint-empty": Case(
+        _empty("00000000000000000006.checkpoint.parquet"), True, CheckpointFallbackWarning
+    ),
     "checkpoint-deleted": Case(_delete("00000000000000000006.checkpoint.parquet"), True),
-    "checkpoint-missing-a-row": Case(_drop_checkpoint_add_row(6), True,
-                                     CheckpointFallbackWarning),
+    "checkpoint-missing-a-row": Case(_drop_checkpoint_add_row(6), True, CheckpointFallbackWarning),
     "checkpoint-swapped": Case(_copy_checkpoint(3, 6), True, CheckpointFallbackWarning),
     "last-checkpoint-garbage": Case(_garbage("_last_checkpoint"), True),
     "last-checkpoint-truncated": Case(_truncate("_last_checkpoint"), True),

@@ -19,7 +19,10 @@ SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,
 DV = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
 
 
-def _table(fs: MemoryFileIO | None = None, protocol: Protocol = Protocol(1, 2)) -> DeltaLog:
+PLAIN = Protocol(1, 2)
+
+
+def _table(fs: MemoryFileIO | None = None, protocol: Protocol = PLAIN) -> DeltaLog:
     log = DeltaLog(LogStore("/t", fs or MemoryFileIO()))
     txn = Transaction(log)
     txn.stage([protocol, Metadata("m", SCHEMA), AddFile("a.parquet", {}, 100, 0)])
@@ -117,5 +120,5 @@ def test_failed_checksum_write_never_fails_the_commit() -> None:
 def test_checksum_of_a_lost_newest_commit_is_corruption() -> None:
     log = _table()
     log.store.delete_log_file("00000000000000000001.json")
-    with pytest.raises(CorruptLogError, match="00000000000000000001.crc exists"):
+    with pytest.raises(CorruptLogError, match=r"00000000000000000001\.crc exists"):
         find_segment(log.store)

@@ -132,8 +132,7 @@ def differences(expected: dict[str, Any], state: TableState) -> list[str]:
         out.append(f"numFiles: checksum {expected['numFiles']}, log {len(state.files)}")
     if expected["tableSizeBytes"] != state.table_size_bytes:
         out.append(
-            f"tableSizeBytes: checksum {expected['tableSizeBytes']}, "
-            f"log {state.table_size_bytes}"
+            f"tableSizeBytes: checksum {expected['tableSizeBytes']}, log {state.table_size_bytes}"
         )
     for key, actual in (
         ("numDeletionVectorsOpt", state.num_deletion_vectors),

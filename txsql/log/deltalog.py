@@ -12,10 +12,9 @@ never the check, so a writer can never be handed a stale latest and write into a
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
-
-import logging
 
 from txsql.errors import CorruptLogError, VersionExistsError, VersionNotFoundError
 from txsql.log import checksum, features

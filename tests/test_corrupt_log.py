@@ -181,7 +181,7 @@ CASES = {
     "checkpoint-damaged-and-gap-below": Case(
         _both(_truncate("00000000000000000006.checkpoint.parquet"), _delete(4)),
         False,
-        message="cleaned up or are damaged",
+        message="cleaned up or are missing",
     ),
 }
 

@@ -242,34 +242,40 @@ def load_verified(
     if listing is None:
         listing = list_log(store)
     problems: list[str] = []
-    for candidate in _candidates(store, segment, listing):
+    candidates = _candidates(store, segment, listing)
+    current: LogSegment | None = next(candidates)
+    while current is not None:
         try:
-            return _replay_checked(store, candidate, listing.checksums)
+            return _replay_checked(store, current, listing.checksums)
         except _CheckpointUnusable as exc:
             problems.append(str(exc))
-            warnings.warn(
-                CheckpointFallbackWarning(
-                    f"{exc}; rebuilding version {segment.version} of {store.root} "
-                    "from an older checkpoint or from the commits"
-                ),
-                stacklevel=3,
-            )
+            current = next(candidates, None)
+            if current is not None:
+                warnings.warn(
+                    CheckpointFallbackWarning(
+                        f"{exc}; rebuilding version {segment.version} of {store.root} from "
+                        + (
+                            f"checkpoint {current.checkpoint.version}"
+                            if current.checkpoint
+                            else "all commits since version 0"
+                        )
+                    ),
+                    stacklevel=3,
+                )
     raise CorruptLogError(
         f"version {segment.version} of {store.root} cannot be rebuilt: "
         + "; ".join(problems)
-        + "; the commits needed to replay without that checkpoint were cleaned up"
-        + (" or are damaged" if segment.checkpoint is not None else "")
+        + "; no older checkpoint or run of commits from version 0 can replace it "
+        "(the commits before it were cleaned up or are missing or damaged)"
     )
 
 
-def _candidates(
-    store: LogStore, segment: LogSegment, listing: LogListing | None
-) -> Iterator[LogSegment]:
+def _candidates(store: LogStore, segment: LogSegment, listing: LogListing) -> Iterator[LogSegment]:
     yield segment
     if segment.checkpoint is not None:
-        yield from fallback_segments(store, listing or list_log(store), segment)
+        yield from fallback_segments(store, listing, segment)
 
 
 def load_snapshot(store: LogStore, segment: LogSegment) -> Snapshot:
-    """Cold-load the snapshot a segment describes."""
-    return replay_segment(store, segment)[0]
+    """Cold-load the snapshot a segment describes (verified, with checkpoint fallback)."""
+    return load_verified(store, segment)[0]

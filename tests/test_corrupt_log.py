@@ -322,30 +322,29 @@ def _log_names(location: str) -> list[str]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("keep_checksum", [False, True])
-def test_time_travel_then_insert_never_fills_a_gap(session: object, keep_checksum: bool) -> None:
+def test_time_travel_then_insert_never_fills_a_gap(session: object) -> None:
     """Issue 9 item 3: a session that time-travelled must not commit into a gap."""
     import txsql
 
     assert isinstance(session, txsql.Session)
     s = session
     s.sql("CREATE TABLE g (id BIGINT)")
-    for v in range(1, 8):
+    for v in range(1, 5):
         assert s.sql(f"INSERT INTO g VALUES ({v})").version == v
-    location = s.table("g").location
-    assert sorted(r[0] for r in s.sql("SELECT id FROM g VERSION AS OF 3").df.collect()) == [1, 2, 3]
-    log_file(Path(location), 6).unlink()
-    if not keep_checksum:
-        log_file(Path(location), 6, "crc").unlink()
-    before = _log_names(location)
-    with pytest.raises(CorruptLogError, match="missing commit 6"):
+    location = Path(s.table("g").location)
+    assert sorted(r[0] for r in s.sql("SELECT id FROM g VERSION AS OF 1").df.collect()) == [1]
+    # Commit 3 and its checksum vanish (as in a log written by an engine without .crc).
+    log_file(location, 3).unlink()
+    log_file(location, 3, "crc").unlink()
+    before = _log_names(str(location))
+    with pytest.raises(CorruptLogError, match="missing commit 3"):
         s.sql("INSERT INTO g VALUES (100)")
-    assert _log_names(location) == before  # nothing written into the damaged log
-    with pytest.raises(CorruptLogError, match="missing commit 6"):
+    assert _log_names(str(location)) == before  # nothing written into the damaged log
+    with pytest.raises(CorruptLogError, match="missing commit 3"):
         s.sql("SELECT count(*) FROM g")
     # An intact earlier version stays readable.
-    rows = s.sql("SELECT id FROM g VERSION AS OF 4").df.collect()
-    assert sorted(r[0] for r in rows) == [1, 2, 3, 4]
+    rows = s.sql("SELECT id FROM g VERSION AS OF 2").df.collect()
+    assert sorted(r[0] for r in rows) == [1, 2]
 
 
 @pytest.mark.spark

@@ -16,7 +16,12 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from txsql.errors import CorruptLogError, VersionExistsError, VersionNotFoundError
+from txsql.errors import (
+    CorruptLogError,
+    TableNotFoundError,
+    VersionExistsError,
+    VersionNotFoundError,
+)
 from txsql.log import checksum, features
 from txsql.log.actions import Action
 from txsql.log.checkpoint import write_checkpoint
@@ -24,7 +29,7 @@ from txsql.log.codec import decode_commit
 from txsql.log.history import CommitRecord, version_at_timestamp
 from txsql.log.history import history as _history
 from txsql.log.replay import ReplayState, load_verified, replay_commits
-from txsql.log.segment import LogListing, LogSegment, find_segment, list_log
+from txsql.log.segment import LogListing, LogSegment, list_and_find
 from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore, log_store_for
@@ -76,10 +81,10 @@ class DeltaLog:
             CorruptLogError: the log has a gap, an empty commit or a lost newest commit
                 (writers use this answer to pick their next version).
         """
-        listing = list_log(self.store)
-        if not listing.commits and not listing.checkpoints:
+        try:
+            return list_and_find(self.store)[1].version
+        except TableNotFoundError:
             return None
-        return find_segment(self.store, None, listing=listing).version
 
     def check_next_version(self, version: int) -> None:
         """Refuse to write commit ``version`` unless it directly follows an intact latest.
@@ -91,15 +96,15 @@ class DeltaLog:
             VersionExistsError: ``version`` (or a newer one) exists: the writer lost a race.
             CorruptLogError: versions below ``version`` are missing or damaged.
         """
-        listing = list_log(self.store)
-        if not listing.commits and not listing.checkpoints:
+        try:
+            latest = list_and_find(self.store)[1].version
+        except TableNotFoundError:
             if version == 0:
                 return
             raise CorruptLogError(
                 f"cannot write commit {version} of {self.store.root}: _delta_log holds no "
                 "commits any more (the table's log was deleted)"
-            )
-        latest = find_segment(self.store, None, listing=listing).version
+            ) from None
         if latest >= version:
             raise VersionExistsError(version)
         if latest < version - 1:
@@ -117,8 +122,7 @@ class DeltaLog:
                 contradicts a ``.crc`` file.
             UnsupportedFeatureError: the table needs a reader feature txsql lacks.
         """
-        listing = list_log(self.store)
-        segment = find_segment(self.store, version, listing=listing)
+        listing, segment = list_and_find(self.store, version)
         with self._lock:
             cached = self._cached
         built = self._extend(cached, segment, listing) if cached else None

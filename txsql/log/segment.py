@@ -226,6 +226,23 @@ def find_segment(
     return LogSegment(target, checkpoint, tuple(commits), last)
 
 
+def list_and_find(store: LogStore, version: int | None = None) -> tuple[LogListing, LogSegment]:
+    """List ``_delta_log`` and choose the segment of ``version`` (latest when None).
+
+    A directory listing is not atomic: one taken while other writers add commits and
+    checksum files can show a newer file without an older one. So an apparent gap is
+    confirmed by a second listing; only a gap both listings show is corruption.
+    """
+    listing = list_log(store)
+    try:
+        return listing, find_segment(store, version, listing=listing)
+    except CorruptLogError:
+        again = list_log(store)
+        if again.commits == listing.commits and again.checksums == listing.checksums:
+            raise
+        return again, find_segment(store, version, listing=again)
+
+
 def _usable_commit(store: LogStore, listing: LogListing, v: int, target: int) -> FileStatus:
     status = listing.commits.get(v)
     if status is None:

@@ -11,16 +11,22 @@ from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol
 from txsql.log.checkpoint import write_checkpoint
 from txsql.log.codec import encode_commit
 from txsql.log.replay import load_snapshot
-from txsql.log.segment import fallback_segments, find_segment, list_log, read_last_checkpoint
+from txsql.log.segment import (
+    fallback_segments,
+    find_segment,
+    list_and_find,
+    list_log,
+    read_last_checkpoint,
+)
 from txsql.storage import LogStore, MemoryFileIO
 from txsql.storage.paths import checkpoint_name
 
 SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
 
 
-def build(n: int, checkpoints: tuple[int, ...] = ()) -> LogStore:
+def build(n: int, checkpoints: tuple[int, ...] = (), fs: MemoryFileIO | None = None) -> LogStore:
     """An in-memory table: commit v adds file ``f{v}``; checkpoints at the given versions."""
-    store = LogStore("/t", MemoryFileIO())
+    store = LogStore("/t", fs or MemoryFileIO())
     for v in range(n):
         actions: list = [CommitInfo(timestamp=v, operation="WRITE")]
         if v == 0:
@@ -192,3 +198,29 @@ def test_fixture_multipart_and_v2(fixtures_dir) -> None:  # type: ignore[no-unty
     v2 = find_segment(LogStore(str(golden / "v2-checkpoint-parquet"), LocalFileIO()))
     assert v2.checkpoint is not None and v2.checkpoint.kind == "v2"
     assert v2.checkpoint.sidecars is not None and len(v2.checkpoint.sidecars) == 2
+
+
+class _TornListingIO(MemoryFileIO):
+    """The first listing misses one commit, as a listing racing a writer can."""
+
+    def __init__(self, hide: str) -> None:
+        super().__init__()
+        self.hide: str | None = hide
+
+    def list_dir(self, path: str) -> list:  # type: ignore[type-arg]
+        listed = super().list_dir(path)
+        if self.hide is not None:
+            listed = [s for s in listed if s.name != self.hide]
+            self.hide = None
+        return listed
+
+
+def test_a_gap_seen_by_one_racing_listing_is_confirmed_before_raising() -> None:
+    torn = _TornListingIO(f"{2:020d}.json")
+    store = build(5, fs=torn)
+    torn.hide = f"{2:020d}.json"  # building listed the log; tear the next listing
+    listing, segment = list_and_find(store)
+    assert segment.version == 4 and 2 in listing.commits
+    store.delete_log_file(f"{2:020d}.json")  # a real gap shows in both listings
+    with pytest.raises(CorruptLogError, match="missing commit 2"):
+        list_and_find(store)

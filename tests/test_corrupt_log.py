@@ -116,6 +116,15 @@ def _copy_checkpoint(src: int, dst: int) -> Damage:
     return damage
 
 
+def _multipart_with_a_part_missing(version: int) -> Damage:
+    def damage(root: Path) -> None:
+        classic = log_file(root, f"{version:020d}.checkpoint.parquet")
+        part = log_file(root, f"{version:020d}.checkpoint.{1:010d}.{2:010d}.parquet")
+        classic.rename(part)  # part 2 of 2 never appears
+
+    return damage
+
+
 def _write(name: str, body: bytes) -> Damage:
     def damage(root: Path) -> None:
         log_file(root, name).write_bytes(body)
@@ -161,6 +170,9 @@ CASES = {
     ),
     "checkpoint-deleted": Case(_delete("00000000000000000006.checkpoint.parquet"), True),
     "checkpoint-missing-a-row": Case(_drop_checkpoint_add_row(6), True, CheckpointFallbackWarning),
+    "checkpoint-part-missing": Case(
+        _multipart_with_a_part_missing(6), True, CheckpointFallbackWarning
+    ),
     "checkpoint-swapped": Case(_copy_checkpoint(3, 6), True, CheckpointFallbackWarning),
     "last-checkpoint-garbage": Case(_garbage("_last_checkpoint"), True),
     "last-checkpoint-truncated": Case(_truncate("_last_checkpoint"), True),

@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from txsql.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from txsql.errors import (
+    CheckpointFallbackWarning,
+    CorruptLogError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol
 from txsql.log.checkpoint import write_checkpoint
 from txsql.log.codec import encode_commit
@@ -91,7 +96,8 @@ def test_incomplete_multipart_checkpoint_is_skipped() -> None:
     store = build(25, checkpoints=(10,))
     part = store.read_log_file(checkpoint_name(10))
     store.write_log_file(f"{20:020d}.checkpoint.{1:010d}.{2:010d}.parquet", part)
-    seg = find_segment(store)
+    with pytest.warns(CheckpointFallbackWarning, match="checkpoint 20 .* is incomplete"):
+        seg = find_segment(store)
     assert seg.checkpoint is not None and seg.checkpoint.version == 10
     # With the second part present the set is complete and preferred over a classic one.
     store.write_log_file(f"{10:020d}.checkpoint.{1:010d}.{2:010d}.parquet", part)

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from txsql.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from txsql.errors import (
+    CheckpointFallbackWarning,
+    CorruptLogError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore
 from txsql.storage.paths import LAST_CHECKPOINT, classify_log_file
@@ -203,11 +209,22 @@ def find_segment(
             f"version {target} does not exist; {_available(store, listing, latest)}"
         )
     checkpoint = None
+    incomplete: list[int] = []
     # Newest first; the hint only matters through the listing (a stale hint is harmless).
     for cp_version in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
         checkpoint = _complete_checkpoint(store, listing, cp_version)
         if checkpoint is not None:
             break
+        incomplete.append(cp_version)
+    if incomplete:
+        base = f"checkpoint {checkpoint.version}" if checkpoint else "the commits"
+        warnings.warn(
+            CheckpointFallbackWarning(
+                f"checkpoint {incomplete[0]} of {store.root} is incomplete (a part or "
+                f"sidecar is missing or unreadable); version {target} is rebuilt from {base}"
+            ),
+            stacklevel=3,
+        )
     start = checkpoint.version + 1 if checkpoint else 0
     if checkpoint is None and 0 not in listing.commits:
         earliest = earliest_recreatable(store, listing)

@@ -122,3 +122,16 @@ def test_checksum_of_a_lost_newest_commit_is_corruption() -> None:
     log.store.delete_log_file("00000000000000000001.json")
     with pytest.raises(CorruptLogError, match=r"00000000000000000001\.crc exists"):
         find_segment(log.store)
+
+
+def test_in_commit_timestamp_is_recorded_when_enabled() -> None:
+    log = DeltaLog(LogStore("/t", MemoryFileIO()))
+    txn = Transaction(log)
+    conf = {"delta.enableInCommitTimestamps": "true"}
+    txn.stage(
+        [Protocol(3, 7, (), ("inCommitTimestamp",)), Metadata("m", SCHEMA, configuration=conf)]
+    )
+    result = txn.commit("CREATE TABLE")
+    body = json.loads(log.store.read_log_file(checksum.checksum_name(0)))
+    assert result.commit_info.in_commit_timestamp is not None
+    assert body["inCommitTimestampOpt"] == result.commit_info.in_commit_timestamp

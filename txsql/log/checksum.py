@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from txsql.errors import ChecksumMismatchError, ChecksumUnreadableWarning, CorruptLogError
+from txsql.log import properties
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.codec import action_from_json, action_to_json
 from txsql.log.snapshot import Snapshot
@@ -85,6 +86,14 @@ def encode_checksum(snapshot: Snapshot) -> bytes:
     if _uses_deletion_vectors(snapshot.protocol):
         body["numDeletionVectorsOpt"] = state.num_deletion_vectors
         body["numDeletedRecordsOpt"] = state.num_deleted_records
+    info = snapshot.commit_info
+    if (
+        info is not None
+        and info.in_commit_timestamp is not None
+        and properties.in_commit_timestamps_enabled(snapshot.configuration)
+    ):
+        # Readers may take the version's timestamp from here instead of the commit.
+        body["inCommitTimestampOpt"] = info.in_commit_timestamp
     return json.dumps(body, separators=(",", ":")).encode()
 
 

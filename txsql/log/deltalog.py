@@ -12,7 +12,6 @@ never the check, so a writer can never be handed a stale latest and write into a
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 
@@ -34,8 +33,6 @@ from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore, log_store_for
 from txsql.storage.paths import commit_name
-
-logger = logging.getLogger(__name__)
 
 # Beyond this many new commits a cold load (from a newer checkpoint) is cheaper.
 _MAX_INCREMENTAL = 100

@@ -196,14 +196,15 @@ def find_segment(
     if not listing.commits and not listing.checkpoints:
         raise TableNotFoundError(f"no Delta table at {store.root} (no commits in _delta_log)")
     latest = max([*listing.commits, *listing.checkpoints])
+    target = latest if version is None else version
     newest_checksum = max(listing.checksums, default=-1)
-    if newest_checksum > latest:
-        # A checksum is only written after its commit landed: that commit was lost.
+    if target == latest and newest_checksum > latest:
+        # A checksum is only written after its commit landed: that commit was lost. (An
+        # older version stays readable: only "what is the latest" is in doubt.)
         raise CorruptLogError(
             f"commit {_range(latest + 1, newest_checksum)} of {store.root} is missing: "
             f"{_checksum_file(newest_checksum)} exists but the newest commit is {latest}"
         )
-    target = latest if version is None else version
     if target > latest or target < 0:
         raise VersionNotFoundError(
             f"version {target} does not exist; {_available(store, listing, latest)}"

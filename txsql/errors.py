@@ -286,3 +286,27 @@ class TableCreatedConcurrentlyError(ProtocolChangedError, TableExistsError):
     """
 
     default_hint = "Use the table the other CREATE made, or CREATE TABLE IF NOT EXISTS."
+
+
+# --- log integrity (appended) ------------------------------------------------------------
+
+
+class ChecksumMismatchError(CorruptLogError):
+    """The table state rebuilt from the log differs from a version's ``.crc`` checksum file."""
+
+    default_hint = (
+        "A commit or checkpoint lost lines or rows: restore the damaged _delta_log file from "
+        "a backup, or read an earlier version whose checksum still matches."
+    )
+
+
+class TxSqlWarning(UserWarning):
+    """Base class of txsql warnings (filter them with ``warnings.simplefilter``)."""
+
+
+class CheckpointFallbackWarning(TxSqlWarning):
+    """A checkpoint could not be used; the table was rebuilt from an older one or from commits."""
+
+
+class ChecksumUnreadableWarning(TxSqlWarning):
+    """A ``.crc`` checksum file could not be parsed, so that version was not verified."""

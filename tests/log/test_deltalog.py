@@ -167,25 +167,33 @@ class _CountingIO(MemoryFileIO):
     def __init__(self) -> None:
         super().__init__()
         self.listings = 0
+        self.reads: list[str] = []
 
     def list_dir(self, path: str) -> list:  # type: ignore[type-arg]
         self.listings += 1
         return super().list_dir(path)
 
+    def read(self, path: str) -> bytes:
+        self.reads.append(path.rsplit("/", 1)[-1])
+        return super().read(path)
 
-def test_refresh_probes_new_commits_without_listing() -> None:
+
+def test_refresh_lists_once_and_replays_only_new_commits() -> None:
     fs = _CountingIO()
     store = LogStore("/t", fs)
     for v in range(5):
         _commit(store, v)
     log = DeltaLog(store)
     log.snapshot()
-    cold = fs.listings
     for v in range(5, 8):
         _commit(store, v)
-    assert log.snapshot().version == 7 and fs.listings == cold
+    fs.listings, fs.reads = 0, []
+    # One listing (it is what sees gaps), and only the three new commits are read.
+    assert log.snapshot().version == 7 and fs.listings == 1
+    assert fs.reads == [f"{v:020d}.json" for v in range(5, 8)]
     # A rewritten commit under the cache forces a cold load.
     store.delete_log_file(f"{7:020d}.json")
     _commit(store, 7)
     fs.set_modification_time(store.log_path(f"{7:020d}.json"), 1)
-    assert log.snapshot().version == 7 and fs.listings > cold
+    fs.reads = []
+    assert log.snapshot().version == 7 and len(fs.reads) == 8

@@ -6,21 +6,32 @@ import json
 
 import pytest
 
-from txsql.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from txsql.errors import (
+    CheckpointFallbackWarning,
+    CorruptLogError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol
 from txsql.log.checkpoint import write_checkpoint
 from txsql.log.codec import encode_commit
 from txsql.log.replay import load_snapshot
-from txsql.log.segment import find_segment, list_log, read_last_checkpoint
+from txsql.log.segment import (
+    fallback_segments,
+    find_segment,
+    list_and_find,
+    list_log,
+    read_last_checkpoint,
+)
 from txsql.storage import LogStore, MemoryFileIO
 from txsql.storage.paths import checkpoint_name
 
 SCHEMA = '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}'
 
 
-def build(n: int, checkpoints: tuple[int, ...] = ()) -> LogStore:
+def build(n: int, checkpoints: tuple[int, ...] = (), fs: MemoryFileIO | None = None) -> LogStore:
     """An in-memory table: commit v adds file ``f{v}``; checkpoints at the given versions."""
-    store = LogStore("/t", MemoryFileIO())
+    store = LogStore("/t", fs or MemoryFileIO())
     for v in range(n):
         actions: list = [CommitInfo(timestamp=v, operation="WRITE")]
         if v == 0:
@@ -85,7 +96,8 @@ def test_incomplete_multipart_checkpoint_is_skipped() -> None:
     store = build(25, checkpoints=(10,))
     part = store.read_log_file(checkpoint_name(10))
     store.write_log_file(f"{20:020d}.checkpoint.{1:010d}.{2:010d}.parquet", part)
-    seg = find_segment(store)
+    with pytest.warns(CheckpointFallbackWarning, match="checkpoint 20 .* is incomplete"):
+        seg = find_segment(store)
     assert seg.checkpoint is not None and seg.checkpoint.version == 10
     # With the second part present the set is complete and preferred over a classic one.
     store.write_log_file(f"{10:020d}.checkpoint.{1:010d}.{2:010d}.parquet", part)
@@ -118,6 +130,33 @@ def test_gap_bridged_by_a_checkpoint_is_fine() -> None:
     assert find_segment(store).checkpoint is not None
     with pytest.raises(CorruptLogError, match="missing commit 5"):
         find_segment(store, 7)
+
+
+def test_empty_commit_in_the_segment_is_corrupt_and_named() -> None:
+    store = build(6, checkpoints=(2,))
+    store.fs.write(store.log_path(f"{4:020d}.json"), b"")
+    with pytest.raises(CorruptLogError, match=r"00000000000000000004\.json is empty"):
+        find_segment(store)
+    assert find_segment(store, 3).version == 3
+    store.fs.write(store.log_path(f"{1:020d}.json"), b"")  # below the checkpoint: not needed
+    store.fs.write(store.log_path(f"{4:020d}.json"), b"x")
+    assert find_segment(store).checkpoint is not None
+
+
+def test_fallbacks_are_older_checkpoints_then_commit_zero() -> None:
+    store = build(12, checkpoints=(4, 8))
+    listing = list_log(store)
+    primary = find_segment(store, listing=listing)
+    assert primary.checkpoint is not None and primary.checkpoint.version == 8
+    options = list(fallback_segments(store, listing, primary))
+    bases = [seg.checkpoint.version if seg.checkpoint else None for seg in options]
+    assert bases == [4, None]
+    for seg in options:  # each covers every commit above its base up to the target
+        assert seg.commit_versions[-1] == 11 and seg.version == 11
+    store.delete_log_file(f"{2:020d}.json")  # a gap below checkpoint 4: no replay from 0
+    assert [s.checkpoint for s in fallback_segments(store, list_log(store), primary)] == [
+        options[0].checkpoint
+    ]
 
 
 def test_version_beyond_latest_names_the_range() -> None:
@@ -165,3 +204,29 @@ def test_fixture_multipart_and_v2(fixtures_dir) -> None:  # type: ignore[no-unty
     v2 = find_segment(LogStore(str(golden / "v2-checkpoint-parquet"), LocalFileIO()))
     assert v2.checkpoint is not None and v2.checkpoint.kind == "v2"
     assert v2.checkpoint.sidecars is not None and len(v2.checkpoint.sidecars) == 2
+
+
+class _TornListingIO(MemoryFileIO):
+    """The first listing misses one commit, as a listing racing a writer can."""
+
+    def __init__(self, hide: str) -> None:
+        super().__init__()
+        self.hide: str | None = hide
+
+    def list_dir(self, path: str) -> list:  # type: ignore[type-arg]
+        listed = super().list_dir(path)
+        if self.hide is not None:
+            listed = [s for s in listed if s.name != self.hide]
+            self.hide = None
+        return listed
+
+
+def test_a_gap_seen_by_one_racing_listing_is_confirmed_before_raising() -> None:
+    torn = _TornListingIO(f"{2:020d}.json")
+    store = build(5, fs=torn)
+    torn.hide = f"{2:020d}.json"  # building listed the log; tear the next listing
+    listing, segment = list_and_find(store)
+    assert segment.version == 4 and 2 in listing.commits
+    store.delete_log_file(f"{2:020d}.json")  # a real gap shows in both listings
+    with pytest.raises(CorruptLogError, match="missing commit 2"):
+        list_and_find(store)

@@ -3,6 +3,11 @@
 ``DeltaLog`` caches the newest snapshot it built together with its replay state; the next
 ``snapshot()`` call replays only the commits that appeared since (Delta's ``update()``),
 after checking that the cached commit file is still the one on disk.
+
+Every snapshot, cached or not, starts from a fresh listing of ``_delta_log`` that
+``find_segment`` validates: a missing or empty commit between the checkpoint and the
+target, or a lost newest commit, is a CorruptLogError. The cache only saves replay work,
+never the check, so a writer can never be handed a stale latest and write into a gap.
 """
 
 from __future__ import annotations
@@ -10,15 +15,20 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from txsql.errors import VersionNotFoundError
-from txsql.log import features
+from txsql.errors import (
+    CorruptLogError,
+    TableNotFoundError,
+    VersionExistsError,
+    VersionNotFoundError,
+)
+from txsql.log import checksum, features
 from txsql.log.actions import Action
 from txsql.log.checkpoint import write_checkpoint
 from txsql.log.codec import decode_commit
 from txsql.log.history import CommitRecord, version_at_timestamp
 from txsql.log.history import history as _history
-from txsql.log.replay import ReplayState, replay_commits, replay_segment
-from txsql.log.segment import find_segment, list_log
+from txsql.log.replay import ReplayState, load_verified, replay_commits
+from txsql.log.segment import LogListing, LogSegment, list_and_find
 from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore, log_store_for
@@ -62,23 +72,59 @@ class DeltaLog:
         return self.store.exists()
 
     def latest_version(self) -> int | None:
-        """The newest committed version, or None when there is no table."""
-        return self.store.latest_version()
+        """The newest committed version, or None when there is no table.
+
+        Raises:
+            CorruptLogError: the log has a gap, an empty commit or a lost newest commit
+                (writers use this answer to pick their next version).
+        """
+        try:
+            return list_and_find(self.store)[1].version
+        except TableNotFoundError:
+            return None
+
+    def check_next_version(self, version: int) -> None:
+        """Refuse to write commit ``version`` unless it directly follows an intact latest.
+
+        The commit loop calls this right before its put-if-absent, so a writer whose read
+        snapshot is stale or whose log lost files never writes into a gap.
+
+        Raises:
+            VersionExistsError: ``version`` (or a newer one) exists: the writer lost a race.
+            CorruptLogError: versions below ``version`` are missing or damaged.
+        """
+        try:
+            latest = list_and_find(self.store)[1].version
+        except TableNotFoundError:
+            if version == 0:
+                return
+            raise CorruptLogError(
+                f"cannot write commit {version} of {self.store.root}: _delta_log holds no "
+                "commits any more (the table's log was deleted)"
+            ) from None
+        if latest >= version:
+            raise VersionExistsError(version)
+        if latest < version - 1:
+            raise CorruptLogError(
+                f"cannot write commit {version} of {self.store.root}: commits "
+                f"{latest + 1}..{version - 1} it builds on are missing (newest is {latest})"
+            )
 
     def snapshot(self, version: int | None = None) -> Snapshot:
         """The table as of ``version`` (latest when None).
 
         Raises:
-            TableNotFoundError, VersionNotFoundError, CorruptLogError: see ``find_segment``.
+            TableNotFoundError, VersionNotFoundError, CorruptLogError: see ``find_segment``;
+                ChecksumMismatchError (a CorruptLogError) when the rebuilt state
+                contradicts a ``.crc`` file.
             UnsupportedFeatureError: the table needs a reader feature txsql lacks.
         """
+        listing, segment = list_and_find(self.store, version)
         with self._lock:
             cached = self._cached
-        built = self._extend(cached, version) if cached else None
+        built = self._extend(cached, segment, listing) if cached else None
         if built is None:
-            listing = list_log(self.store)
-            segment = find_segment(self.store, version, listing=listing)
-            snap, state = replay_segment(self.store, segment)
+            snap, state = load_verified(self.store, segment, listing)
             commit = listing.commits.get(snap.version)
         else:
             snap, state, commit = built
@@ -91,46 +137,41 @@ class DeltaLog:
         return snap
 
     def _extend(
-        self, cached: _Cached, version: int | None
+        self, cached: _Cached, segment: LogSegment, listing: LogListing
     ) -> tuple[Snapshot, ReplayState, FileStatus] | None:
-        """Bring the cached snapshot to ``version`` by replaying only newer commits.
+        """Bring the cached snapshot to ``segment.version`` replaying only newer commits.
 
-        Probes commit files one by one instead of listing ``_delta_log`` (which holds
-        thousands of files on a busy table); returns None whenever a cold load is the
-        safer or cheaper answer, and the cold path then explains any error.
+        ``segment`` was validated from the same listing, so every commit up to its version
+        above its checkpoint is present; returns None whenever a cold load is the safer or
+        cheaper answer, and the cold path then explains any error.
         """
         base = cached.snapshot.version
-        if version is not None and version < base:
-            return None
-        if self._stat_commit(base) != cached.commit:
-            return None  # the log was rewritten or cleaned up under us
-        newer: list[FileStatus] = []
-        v = base + 1
-        while version is None or v <= version:
-            status = self._stat_commit(v)
-            if status is None:
-                break
-            newer.append(status)
-            if len(newer) > _MAX_INCREMENTAL:
-                return None  # a newer checkpoint is cheaper than replaying all of these
-            v += 1
-        if version is not None and base + len(newer) < version:
-            return None
-        if not newer:
+        target = segment.version
+        if target < base or listing.commits.get(base) != cached.commit:
+            return None  # older version, or the log was rewritten or cleaned up under us
+        if target == base:
             return cached.snapshot, cached.state, cached.commit
-        state = cached.state.copy()
-        info, last = replay_commits(self.store, state, newer)
-        mtime = last.modification_time if last else None
-        snap = state.snapshot(
-            self.store.root, base + len(newer), commit_info=info, commit_mtime=mtime
-        )
-        return snap, state, newer[-1]
-
-    def _stat_commit(self, version: int) -> FileStatus | None:
-        try:
-            return self.store.commit_status(version)
-        except FileNotFoundError:
+        newer = [listing.commits.get(v) for v in range(base + 1, target + 1)]
+        if any(s is None or s.size == 0 for s in newer):
             return None
+        cp = segment.checkpoint
+        if len(newer) > _MAX_INCREMENTAL and cp is not None and cp.version > base:
+            return None  # the newer checkpoint is cheaper than replaying all of these
+        commits = [s for s in newer if s is not None]
+        state = cached.state.copy()
+        info, last = replay_commits(self.store, state, commits)
+        mtime = last.modification_time if last else None
+        snap = state.snapshot(self.store.root, target, commit_info=info, commit_mtime=mtime)
+        if target in listing.checksums:
+            try:
+                checksum.verify(self.store, target, checksum.TableState.of(snap))
+            except CorruptLogError:
+                return None  # the cold path verifies again and explains or falls back
+        return snap, state, commits[-1]
+
+    def write_checksum(self, snapshot: Snapshot) -> bool:
+        """Write ``snapshot``'s ``.crc`` file after its commit; best effort, never raises."""
+        return checksum.write_checksum(self.store, snapshot)
 
     def snapshot_at_timestamp(self, ts_ms: int) -> Snapshot:
         """The table as of the latest commit at or before ``ts_ms`` (ms since the epoch)."""
@@ -160,4 +201,6 @@ class DeltaLog:
             raise VersionNotFoundError(
                 f"commit {version} does not exist in {self.store.log_dir}"
             ) from None
+        if not data.strip():
+            raise CorruptLogError(f"commit file {self.store.log_path(name)} is empty")
         return decode_commit(data, source=name)

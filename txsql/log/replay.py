@@ -8,11 +8,14 @@ action per key winning — surviving adds are live files, surviving removes are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from urllib.parse import unquote
 
-from txsql.errors import CorruptLogError
-from txsql.log import properties
+import pyarrow as pa
+
+from txsql.errors import CheckpointFallbackWarning, ChecksumMismatchError, CorruptLogError
+from txsql.log import checksum, properties
 from txsql.log.actions import (
     Action,
     AddFile,
@@ -25,7 +28,7 @@ from txsql.log.actions import (
 )
 from txsql.log.checkpoint_read import read_checkpoint
 from txsql.log.codec import decode_commit
-from txsql.log.segment import LogSegment
+from txsql.log.segment import LogListing, LogSegment, fallback_segments, list_log
 from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore
@@ -134,6 +137,9 @@ def read_commit_file(store: LogStore, status: FileStatus) -> list[Action]:
         data = store.read_log_file(status.name)
     except FileNotFoundError as exc:
         raise CorruptLogError(f"commit {status.name} disappeared while reading the log") from exc
+    if not data.strip():
+        # Every commit holds at least one action; an empty file is a torn or zeroed write.
+        raise CorruptLogError(f"commit file {store.log_path(status.name)} is empty")
     return decode_commit(data, source=status.name)
 
 
@@ -159,19 +165,117 @@ def replay_commits(
 
 
 def replay_segment(store: LogStore, segment: LogSegment) -> tuple[Snapshot, ReplayState]:
-    """Rebuild the snapshot of ``segment.version``; also return the reusable state."""
+    """Rebuild the snapshot of ``segment.version``; also return the reusable state.
+
+    No fallback and no checksum checks: :func:`load_verified` adds both.
+    """
     state = ReplayState()
     if segment.checkpoint is not None:
         state.apply(read_checkpoint(store, segment.checkpoint))
+    return _replay_rest(store, segment, state), state
+
+
+def _replay_rest(store: LogStore, segment: LogSegment, state: ReplayState) -> Snapshot:
+    """Apply the segment's commits to ``state`` (checkpoint already applied); freeze it."""
     info, _ = replay_commits(store, state, segment.commits)
     if not segment.commits and segment.last_commit is not None:
         # The snapshot version is the checkpoint's: its commitInfo still lives in the JSON.
         info = commit_info_of(read_commit_file(store, segment.last_commit))
     mtime = segment.last_commit.modification_time if segment.last_commit else None
-    snap = state.snapshot(store.root, segment.version, commit_info=info, commit_mtime=mtime)
+    return state.snapshot(store.root, segment.version, commit_info=info, commit_mtime=mtime)
+
+
+class _CheckpointUnusable(Exception):
+    """Internal: this segment's checkpoint (or the state built on it) cannot be trusted."""
+
+
+def _replay_checked(
+    store: LogStore, segment: LogSegment, checksums: frozenset[int]
+) -> tuple[Snapshot, ReplayState]:
+    """Replay ``segment``, verifying checksums; checkpoint trouble becomes _CheckpointUnusable.
+
+    A commit that cannot be decoded is fatal for every way of rebuilding the version, so
+    its CorruptLogError propagates unchanged.
+    """
+    state = ReplayState()
+    cp = segment.checkpoint
+    if cp is not None:
+        try:
+            state.apply(read_checkpoint(store, cp))
+        except (CorruptLogError, pa.ArrowException, OSError, ValueError, KeyError, TypeError) as e:
+            why = e.message if isinstance(e, CorruptLogError) else str(e)
+            raise _CheckpointUnusable(f"checkpoint {cp.files[0]} is unreadable: {why}") from e
+        if state.protocol is None or state.metadata is None:
+            raise _CheckpointUnusable(f"checkpoint {cp.files[0]} has no protocol or metaData row")
+        if cp.version in checksums:
+            try:
+                checksum.verify(
+                    store,
+                    cp.version,
+                    checksum.state_of(state.protocol, state.metadata, state.adds.values()),
+                    what=f"checkpoint {cp.files[0]}",
+                )
+            except ChecksumMismatchError as e:
+                raise _CheckpointUnusable(e.message) from e
+    snap = _replay_rest(store, segment, state)
+    if segment.version in checksums:
+        try:
+            checksum.verify(store, segment.version, checksum.TableState.of(snap))
+        except ChecksumMismatchError as e:
+            if cp is None:
+                raise
+            # The checkpoint may have lost rows; an older base can tell (and repair) it.
+            raise _CheckpointUnusable(f"{e.message} (built on checkpoint {cp.files[0]})") from e
     return snap, state
 
 
+def load_verified(
+    store: LogStore, segment: LogSegment, listing: LogListing | None = None
+) -> tuple[Snapshot, ReplayState]:
+    """Rebuild ``segment``, falling back from an unusable checkpoint to older bases.
+
+    An unreadable or checksum-contradicted checkpoint is replaced by an older complete
+    checkpoint plus commits, or by replaying every commit, with a
+    :class:`CheckpointFallbackWarning`. When no base remains (the older commits were
+    cleaned up) the CorruptLogError says so.
+    """
+    if listing is None:
+        listing = list_log(store)
+    problems: list[str] = []
+    candidates = _candidates(store, segment, listing)
+    current: LogSegment | None = next(candidates)
+    while current is not None:
+        try:
+            return _replay_checked(store, current, listing.checksums)
+        except _CheckpointUnusable as exc:
+            problems.append(str(exc))
+            current = next(candidates, None)
+            if current is not None:
+                warnings.warn(
+                    CheckpointFallbackWarning(
+                        f"{exc}; rebuilding version {segment.version} of {store.root} from "
+                        + (
+                            f"checkpoint {current.checkpoint.version}"
+                            if current.checkpoint
+                            else "all commits since version 0"
+                        )
+                    ),
+                    stacklevel=3,
+                )
+    raise CorruptLogError(
+        f"version {segment.version} of {store.root} cannot be rebuilt: "
+        + "; ".join(problems)
+        + "; no older checkpoint or run of commits from version 0 can replace it "
+        "(the commits before it were cleaned up or are missing or damaged)"
+    )
+
+
+def _candidates(store: LogStore, segment: LogSegment, listing: LogListing) -> Iterator[LogSegment]:
+    yield segment
+    if segment.checkpoint is not None:
+        yield from fallback_segments(store, listing, segment)
+
+
 def load_snapshot(store: LogStore, segment: LogSegment) -> Snapshot:
-    """Cold-load the snapshot a segment describes."""
-    return replay_segment(store, segment)[0]
+    """Cold-load the snapshot a segment describes (verified, with checkpoint fallback)."""
+    return load_verified(store, segment)[0]

@@ -9,15 +9,25 @@ every referenced sidecar), and the commits after it must be contiguous up to the
 from __future__ import annotations
 
 import json
+import re
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from txsql.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from txsql.errors import (
+    CheckpointFallbackWarning,
+    CorruptLogError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore
 from txsql.storage.paths import LAST_CHECKPOINT, classify_log_file
 
 SIDECAR_DIR = "_sidecars"
+# Version checksum files (``checksum.py`` reads them; listed here so one listing serves all).
+_CHECKSUM = re.compile(r"^(\d{20})\.crc$")
 
 # Spark's CheckpointInstance.Format ordinals: for one version, V2 > multi-part > single.
 _KIND_RANK = {"v2": 3, "multipart": 2, "checkpoint": 1}
@@ -45,6 +55,7 @@ class LogListing:
     checkpoints: dict[int, list[tuple[str, FileStatus]]]  # version -> (kind, file)
     hint: dict[str, Any] | None = None
     sidecars: frozenset[str] = field(default_factory=frozenset)
+    checksums: frozenset[int] = field(default_factory=frozenset)  # versions with a .crc
 
     @property
     def latest_commit(self) -> int | None:
@@ -90,10 +101,13 @@ def list_log(store: LogStore) -> LogListing:
     """List and classify ``_delta_log`` (commits, checkpoints, sidecars, the hint)."""
     commits: dict[int, FileStatus] = {}
     checkpoints: dict[int, list[tuple[str, FileStatus]]] = {}
+    checksums: set[int] = set()
     has_v2 = False
     for status in store.fs.list_dir(store.log_dir):
         parsed = classify_log_file(status.name)
         if parsed is None:
+            if m := _CHECKSUM.match(status.name):
+                checksums.add(int(m.group(1)))
             continue
         if parsed.kind == "commit":
             commits[parsed.version] = status
@@ -106,7 +120,7 @@ def list_log(store: LogStore) -> LogListing:
         listed = store.fs.list_dir(store.log_path(SIDECAR_DIR))
         sidecars = frozenset(s.name for s in listed)
     hint = read_last_checkpoint(store) if checkpoints else None
-    return LogListing(commits, checkpoints, hint, sidecars)
+    return LogListing(commits, checkpoints, hint, sidecars, frozenset(checksums))
 
 
 def _complete_checkpoint(
@@ -166,27 +180,52 @@ def find_segment(
 ) -> LogSegment:
     """Choose the checkpoint and commits that rebuild ``version`` (latest when None).
 
+    Every commit between the chosen checkpoint and ``version`` must be listed and non-empty,
+    and for the latest version no checksum file may name a newer version: otherwise the
+    log has lost a commit, and building on it (above all, writing the next version into a
+    gap) would hide the damage.
+
     Raises:
         TableNotFoundError: ``_delta_log`` holds no commits or checkpoints.
         VersionNotFoundError: ``version`` is newer than the latest, or older than the
             earliest version the remaining files can rebuild.
-        CorruptLogError: a commit between the checkpoint and ``version`` is missing.
+        CorruptLogError: a commit between the checkpoint and ``version`` is missing or
+            empty, or the newest commits vanished.
     """
     listing = listing if listing is not None else list_log(store)
     if not listing.commits and not listing.checkpoints:
         raise TableNotFoundError(f"no Delta table at {store.root} (no commits in _delta_log)")
     latest = max([*listing.commits, *listing.checkpoints])
     target = latest if version is None else version
+    newest_checksum = max(listing.checksums, default=-1)
+    if target == latest and newest_checksum > latest:
+        # A checksum is only written after its commit landed: that commit was lost. (An
+        # older version stays readable: only "what is the latest" is in doubt.)
+        raise CorruptLogError(
+            f"commit {_range(latest + 1, newest_checksum)} of {store.root} is missing: "
+            f"{_checksum_file(newest_checksum)} exists but the newest commit is {latest}"
+        )
     if target > latest or target < 0:
         raise VersionNotFoundError(
             f"version {target} does not exist; {_available(store, listing, latest)}"
         )
     checkpoint = None
+    incomplete: list[int] = []
     # Newest first; the hint only matters through the listing (a stale hint is harmless).
     for cp_version in sorted((v for v in listing.checkpoints if v <= target), reverse=True):
         checkpoint = _complete_checkpoint(store, listing, cp_version)
         if checkpoint is not None:
             break
+        incomplete.append(cp_version)
+    if incomplete:
+        base = f"checkpoint {checkpoint.version}" if checkpoint else "the commits"
+        warnings.warn(
+            CheckpointFallbackWarning(
+                f"checkpoint {incomplete[0]} of {store.root} is incomplete (a part or "
+                f"sidecar is missing or unreadable); version {target} is rebuilt from {base}"
+            ),
+            stacklevel=3,
+        )
     start = checkpoint.version + 1 if checkpoint else 0
     if checkpoint is None and 0 not in listing.commits:
         earliest = earliest_recreatable(store, listing)
@@ -198,15 +237,76 @@ def find_segment(
             f"version {target} cannot be rebuilt: its commits were cleaned up; "
             f"{_available(store, listing, latest)}"
         )
-    commits = []
-    for v in range(start, target + 1):
-        status = listing.commits.get(v)
-        if status is None:
-            raise CorruptLogError(
-                f"missing commit {v} in {store.log_dir} (needed to rebuild version {target})"
-            )
-        commits.append(status)
-    return LogSegment(target, checkpoint, tuple(commits), listing.commits.get(target))
+    commits = [_usable_commit(store, listing, v, target) for v in range(start, target + 1)]
+    last = listing.commits.get(target)
+    if last is not None and last.size == 0:
+        raise CorruptLogError(f"commit file {store.log_path(last.name)} is empty (0 bytes)")
+    return LogSegment(target, checkpoint, tuple(commits), last)
+
+
+def list_and_find(store: LogStore, version: int | None = None) -> tuple[LogListing, LogSegment]:
+    """List ``_delta_log`` and choose the segment of ``version`` (latest when None).
+
+    A directory listing is not atomic: one taken while other writers add commits and
+    checksum files can show a newer file without an older one. So an apparent gap is
+    confirmed by a second listing; only a gap both listings show is corruption.
+    """
+    listing = list_log(store)
+    try:
+        return listing, find_segment(store, version, listing=listing)
+    except CorruptLogError:
+        again = list_log(store)
+        if again.commits == listing.commits and again.checksums == listing.checksums:
+            raise
+        return again, find_segment(store, version, listing=again)
+
+
+def _usable_commit(store: LogStore, listing: LogListing, v: int, target: int) -> FileStatus:
+    status = listing.commits.get(v)
+    if status is None:
+        raise CorruptLogError(
+            f"missing commit {v} in {store.log_dir} (needed to rebuild version {target})"
+        )
+    if status.size == 0:
+        # A commit always holds at least its commitInfo: 0 bytes is a torn or zeroed write.
+        raise CorruptLogError(f"commit file {store.log_path(status.name)} is empty (0 bytes)")
+    return status
+
+
+def fallback_segments(
+    store: LogStore, listing: LogListing, primary: LogSegment
+) -> Iterator[LogSegment]:
+    """Other ways to rebuild ``primary.version`` when its checkpoint is unusable.
+
+    Older complete checkpoints first, then a replay of every commit from version 0; only
+    those whose commits are all still listed and non-empty are yielded.
+    """
+    if primary.checkpoint is None:
+        return
+    target = primary.version
+    below = primary.checkpoint.version
+    older = sorted((v for v in listing.checkpoints if v < below), reverse=True)
+    for cp_version in [*older, -1]:
+        if not all(
+            v in listing.commits and listing.commits[v].size > 0
+            for v in range(cp_version + 1, below + 1)
+        ):
+            continue
+        checkpoint = None
+        if cp_version >= 0:
+            checkpoint = _complete_checkpoint(store, listing, cp_version)
+            if checkpoint is None:
+                continue
+        commits = tuple(listing.commits[v] for v in range(cp_version + 1, below + 1))
+        yield LogSegment(target, checkpoint, commits + primary.commits, primary.last_commit)
+
+
+def _range(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}..{last}"
+
+
+def _checksum_file(version: int) -> str:
+    return f"{version:020d}.crc"
 
 
 def earliest_recreatable(store: LogStore, listing: LogListing) -> int | None:

@@ -113,6 +113,8 @@ class CommitLoop:
             info = replace(info, timestamp=now, in_commit_timestamp=ict)
             written = (info, *self.staged.actions())
             try:
+                # Lists the log first: never write into a gap or on top of a lost commit.
+                self.log.check_next_version(version)
                 self.log.store.write_if_absent(version, encode_commit(written))
             except VersionExistsError:
                 pass
@@ -206,6 +208,7 @@ class CommitLoop:
     def _maybe_checkpoint(self, version: int) -> None:
         try:
             snapshot: Snapshot = self.log.snapshot(version)
+            self.log.write_checksum(snapshot)  # best effort: never raises
             if should_checkpoint(version, snapshot.configuration):
                 self.log.checkpoint(snapshot)
                 if isinstance(self.log.store.fs, LocalFileIO):

@@ -19,11 +19,14 @@ from urllib.parse import unquote, urlparse
 
 from txsql.errors import TxSqlError
 from txsql.log import properties
-from txsql.log.actions import AddFile, RemoveFile
+from txsql.log.actions import AddFile, Metadata, Protocol, RemoveFile
+from txsql.log.checkpoint_read import read_checkpoint
+from txsql.log.checksum import state_of, verify
 from txsql.log.deltalog import DeltaLog
 from txsql.log.history import monotonic_timestamps
-from txsql.log.segment import find_segment, list_log
+from txsql.log.segment import CheckpointRef, find_segment, list_log
 from txsql.log.snapshot import Snapshot
+from txsql.storage.logstore import LogStore
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +68,8 @@ def cleanup_expired_logs(log: DeltaLog, now_ms: int | None = None) -> list[str]:
             continue
         segment = find_segment(store, cp, listing=listing)
         if segment.checkpoint is not None and segment.checkpoint.version == cp:
+            if not _checkpoint_is_sound(store, segment.checkpoint):
+                continue  # never delete the commits a damaged checkpoint cannot replace
             keep_from = cp
             break
     if keep_from is None:
@@ -83,6 +88,25 @@ def cleanup_expired_logs(log: DeltaLog, now_ms: int | None = None) -> list[str]:
             continue
         deleted.append(name)
     return deleted
+
+
+def _checkpoint_is_sound(store: LogStore, ref: CheckpointRef) -> bool:
+    """Whether the checkpoint reads back whole and agrees with its ``.crc`` (if any).
+
+    Cleanup deletes the commits below it, so it must be able to stand in for them.
+    """
+    try:
+        actions = read_checkpoint(store, ref)
+        protocol = next((a for a in actions if isinstance(a, Protocol)), None)
+        metadata = next((a for a in actions if isinstance(a, Metadata)), None)
+        adds = [a for a in actions if isinstance(a, AddFile)]
+        if protocol is None or metadata is None:
+            return False
+        verify(store, ref.version, state_of(protocol, metadata, adds), what="checkpoint")
+    except (TxSqlError, OSError, ValueError):
+        logger.warning("checkpoint %d is unreadable: keeping the commits below it", ref.version)
+        return False
+    return True
 
 
 def data_file_path(root: str, path: str) -> str:

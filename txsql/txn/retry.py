@@ -99,6 +99,7 @@ class CommitLoop:
             metadata=metadata,
             rows=rows,
             row_checker=self.txn.row_predicate_checker,
+            join_checker=self.txn.join_checker,
             column_mapping_mode=properties.column_mapping_mode(conf),
         )
         last_timestamp = snapshot.commit_timestamp if snapshot else 0

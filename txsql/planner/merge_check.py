@@ -104,21 +104,22 @@ class SparkJoinChecker:
 
     Args:
         spark: The session to scan with.
-        txn: The transaction; its read snapshot supplies schema and partitioning (a winner
-            that changed them conflicts before any join check).
+        snapshot: The transaction's read snapshot: schema and partitioning to scan with (a
+            winner that changed them conflicts before any join check). Holding it rather
+            than the transaction keeps the transaction free of a reference cycle.
     """
 
-    def __init__(self, spark: SparkSession, txn: Transaction) -> None:
+    def __init__(self, spark: SparkSession, snapshot: Snapshot) -> None:
         self._spark = spark
-        self._txn = txn
+        self._snapshot = snapshot
 
     def __call__(self, join: JoinRead, files: Sequence[AddFile]) -> bool:
         """Whether a live row of ``files`` joins with ``join``'s source (True if unsure)."""
         if not files:
             return False
-        snapshot = self._txn.snapshot()
+        snapshot = self._snapshot
         source = join.source
-        if snapshot is None or not isinstance(source, SourceRows):
+        if not isinstance(source, SourceRows):
             return True
         from pyspark.sql import functions as F
 
@@ -166,7 +167,9 @@ def record_merge_read(
     join = JoinRead(plan.on, plan.target_alias, plan.source_alias, target_filter, (), source)
     txn.record_join(replace(join, files=tuple(files)), matched)
     if txn.join_checker is None:
-        txn.join_checker = SparkJoinChecker(spark, txn)
+        read_snapshot = txn.snapshot()
+        assert read_snapshot is not None  # a MERGE target has a committed version
+        txn.join_checker = SparkJoinChecker(spark, read_snapshot)
     by_source = by_source_predicate(merge, plan, snapshot)
     if by_source is not None:
         # Unmatched target rows that a NOT MATCHED BY SOURCE clause could see: a predicate

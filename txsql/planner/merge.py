@@ -7,10 +7,11 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
    unmatched target rows, files are pruned by the ON conjuncts on target columns alone
    (rows failing them cannot match anything).
 3. Target joins source; each row gets the first clause of its kind whose condition holds
-   and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.merge_exec`). That result
-   is persisted and everything below reads it, so a non-deterministic source or condition
-   is evaluated once (only ``numSourceRows`` counts the source separately). One job
-   summarizes it: counts per clause, duplicate matches, matched rows per file.
+   and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.merge_exec`). The source
+   and that result are persisted and everything below reads them, so a non-deterministic
+   source or condition is evaluated once (the join, ``numSourceRows`` and the conflict
+   check's copy of the source all see the same rows). One job summarizes the result:
+   counts per clause, duplicate matches, matched rows per file.
 4. Delta's cardinality check; the new rows (updated and inserted) are written first, so a
    NOT NULL or cast failure stops the MERGE before any DV is written; then the old
    versions of updated and deleted rows are marked in DVs (copy-on-write on tables

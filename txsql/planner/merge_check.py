@@ -199,10 +199,16 @@ def by_source_predicate(merge: Merge, plan: MergePlan, snapshot: Snapshot) -> Pr
 
 
 def capture_source(source: DataFrame, plan: MergePlan) -> SourceRows | None:
-    """The handle for the conflict check, or None if ON is non-deterministic."""
+    """The handle for the conflict check, or None if ON is non-deterministic or the ON
+    columns cannot be kept (e.g. a map column, which Spark cannot de-duplicate): then the
+    MERGE is recorded as reading its files, as before join reads (never less safe)."""
     if not plan.on_deterministic:
         return None
-    return SourceRows.capture(source, plan.source_columns)
+    try:
+        return SourceRows.capture(source, plan.source_columns)
+    except Exception:
+        logger.debug("cannot keep the MERGE source for conflict checks", exc_info=True)
+        return None
 
 
 __all__ = [

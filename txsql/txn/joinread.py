@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pyroaring import BitMap64
@@ -52,13 +53,17 @@ class JoinRead:
     files: tuple[AddFile, ...]
     source: Any = field(compare=False, hash=False, repr=False)
 
+    @cached_property
+    def _by_path(self) -> dict[str, AddFile]:
+        return {norm_path(f.path): f for f in self.files}
+
     @property
     def paths(self) -> frozenset[str]:
-        return frozenset(norm_path(f.path) for f in self.files)
+        return frozenset(self._by_path)
 
     def file(self, path: str) -> AddFile | None:
         """The file at ``path`` as the MERGE read it (None: not read by this join)."""
-        return next((f for f in self.files if norm_path(f.path) == path), None)
+        return self._by_path.get(path)
 
 
 JoinChecker = Callable[[JoinRead, Sequence[AddFile]], bool]
@@ -117,7 +122,7 @@ def harmless_removes(
             continue
         if checker is None:
             continue
-        joins = [(j, j.file(path)) for j in read_set.joins if path in j.paths]
-        if all(f is not None and not checker(j, [f]) for j, f in joins):
+        reads = [(j, f) for j in read_set.joins if (f := j.file(path)) is not None]
+        if all(not checker(j, [f]) for j, f in reads):
             out.add(path)
     return out

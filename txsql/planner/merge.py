@@ -7,16 +7,19 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
    unmatched target rows, files are pruned by the ON conjuncts on target columns alone
    (rows failing them cannot match anything).
 3. Target joins source; each row gets the first clause of its kind whose condition holds
-   and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.merge_exec`). That result
-   is persisted and everything below reads it, so a non-deterministic source or condition
-   is evaluated once (only ``numSourceRows`` counts the source separately). One job
-   summarizes it: counts per clause, duplicate matches, matched rows per file.
+   and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.merge_exec`). The source
+   and that result are persisted and everything below reads them, so a non-deterministic
+   source or condition is evaluated once (the join, ``numSourceRows`` and the conflict
+   check's copy of the source all see the same rows). One job summarizes the result:
+   counts per clause, duplicate matches, matched rows per file.
 4. Delta's cardinality check; the new rows (updated and inserted) are written first, so a
    NOT NULL or cast failure stops the MERGE before any DV is written; then the old
    versions of updated and deleted rows are marked in DVs (copy-on-write on tables
    without DVs). Insert-only merges skip the DV step entirely.
-5. The read set (ON restricted to target columns, files read, rows matched) and one
-   ``MERGE`` commit with Delta's operationParameters and operationMetrics.
+5. The read set: the target rows joining the source (ON, a copy of the source's ON
+   columns, files read, rows matched; :mod:`txsql.planner.merge_check`), so concurrent
+   commits conflict only when their rows could join with this source; then one ``MERGE``
+   commit with Delta's operationParameters and operationMetrics.
 
 From the Python API, merge a pandas or Spark DataFrame by registering it as a view first::
 
@@ -37,11 +40,11 @@ from txsql.engine.scan import resolve_path
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
-from txsql.log.predicates import TRUE, Predicate
 from txsql.planner import merge_exec as mx
 from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
 from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.merge_check import capture_source, record_merge_read, target_predicate
 from txsql.planner.merge_plan import (
     MATCHED,
     NOT_MATCHED,
@@ -50,7 +53,7 @@ from txsql.planner.merge_plan import (
     operation_parameters,
     plan_merge,
 )
-from txsql.planner.predicates import prune_files, to_predicate
+from txsql.planner.predicates import prune_files
 from txsql.planner.query import query_dataframe
 from txsql.planner.rewrite import commit_result, scan_files
 from txsql.planner.statements import Merge
@@ -78,37 +81,39 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     source, _ = query_dataframe(ctx, statement.source, txn)
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     plan = plan_merge(statement, columns, source.columns)
-    predicate = _read_predicate(plan, snapshot)
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
-        files, _ = prune_files(snapshot, predicate)
+        files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
     metrics: dict[str, int] = {}
     new_files: list[AddFile] = []
     outcome = DeletionOutcome()
     try:
         clock = time.perf_counter()
-        src = mx.with_source_marker(source)
-        target_df = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
-        classified = mx.classify(plan, target_df, src, _column_types(snapshot))
-        with mx.persisted(classified) as rows:
-            summary = mx.summarize(plan, rows, src)
-            mx.check_cardinality(plan, summary)
-            metrics["scanTimeMs"] = _ms_since(clock)
-            clock = time.perf_counter()
-            counts = summary.counts
-            new_files = _write_new_rows(ctx, plan, rows, snapshot, counts, target.display)
-            if _count(plan, counts, None, ("update", "delete")):
-                changed = mx.changed_target_rows(plan, rows)
-                outcome = mark_rows_deleted(ctx, snapshot, changed, candidates=files)
-            metrics["rewriteTimeMs"] = _ms_since(clock)
+        # The source is persisted for the statement: the join, the source count and the
+        # conflict check's copy of its ON columns all read the same rows.
+        with mx.persisted(mx.with_source_marker(source)) as src:
+            source_rows = capture_source(src, plan)
+            target_df = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
+            classified = mx.classify(plan, target_df, src, _column_types(snapshot))
+            with mx.persisted(classified) as rows:
+                summary = mx.summarize(plan, rows, src)
+                mx.check_cardinality(plan, summary)
+                metrics["scanTimeMs"] = _ms_since(clock)
+                clock = time.perf_counter()
+                counts = summary.counts
+                new_files = _write_new_rows(ctx, plan, rows, snapshot, counts, target.display)
+                if _count(plan, counts, None, ("update", "delete")):
+                    changed = mx.changed_target_rows(plan, rows)
+                    outcome = mark_rows_deleted(ctx, snapshot, changed, candidates=files)
+                metrics["rewriteTimeMs"] = _ms_since(clock)
     except BaseException:
         outcome.cleanup()
         _remove_files(snapshot.table_root, new_files)
         raise
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
-    # ids (anti-join): its files are checked at the file level, as in Delta.
+    # ids (anti-join): its removed files are judged by the join check instead.
     matched = None if plan.join == "insert_only" else summary.matched
-    txn.record_scan(predicate, files, matched)
+    record_merge_read(ctx.spark, txn, statement, plan, snapshot, files, source_rows, matched)
     txn.stage([*outcome.actions, *new_files])
     metrics["numSourceRows"] = summary.num_source_rows
     metrics["materializeSourceTimeMs"] = 0  # the classified rows are persisted instead
@@ -118,16 +123,6 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     return commit_result(
         text, target.display, "MERGE", committed, txn.read_version, _result_metrics(metrics)
     )
-
-
-def _read_predicate(plan: MergePlan, snapshot: Snapshot) -> Predicate:
-    """ON restricted to target columns: what the MERGE read, for pruning and conflicts.
-
-    With a NOT MATCHED BY SOURCE clause every target row may change: the whole table.
-    """
-    if plan.join in ("left", "full") or plan.target_filter is None:
-        return TRUE
-    return to_predicate(plan.target_filter, snapshot.schema_json)
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:

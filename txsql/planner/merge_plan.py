@@ -56,6 +56,8 @@ class MergePlan:
     target_columns: tuple[str, ...]
     join: str
     target_filter: exp.Expr | None
+    source_columns: tuple[str, ...] = ()
+    on_deterministic: bool = True
 
     def indexes(self, match: str | None = None, actions: Sequence[str] = ()) -> list[int]:
         """Clause indexes filtered by match kind and action."""
@@ -234,6 +236,8 @@ def plan_merge(
         tuple(target_columns),
         join,
         _target_filter(on, scope),
+        _source_columns(on, scope),
+        not any(_non_deterministic(f) for f in on.find_all(exp.Func)),
     )
 
 
@@ -367,6 +371,21 @@ def _target_filter(on: exp.Expr, scope: _Scope) -> exp.Expr | None:
                 column.replace(unqualified)
         kept.append(term)
     return exp.and_(*kept) if kept else None
+
+
+def _source_columns(on: exp.Expr, scope: _Scope) -> tuple[str, ...]:
+    """The source columns ``on`` reads (top-level names; struct fields keep their column)."""
+    alias = scope.aliases[SOURCE].lower()
+    out: dict[str, None] = {}
+    for column in on.find_all(exp.Column):
+        if column.args.get("db") is not None and column.db.lower() == alias:
+            name = column.table  # alias.struct.field: the struct column
+        elif column.table.lower() == alias:
+            name = column.name
+        else:
+            continue
+        out[scope.columns[SOURCE].get(name.lower(), name)] = None
+    return tuple(out)
 
 
 def _non_deterministic(func: exp.Func) -> bool:

@@ -39,6 +39,7 @@ from txsql.txn.compaction import (
 )
 from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
 from txsql.txn.isolation import IsolationLevel, changes_no_data
+from txsql.txn.joinread import JoinChecker, harmless_removes
 from txsql.txn.readset import ReadSet, ScanRecord, norm_path
 from txsql.txn.rowlevel import Rebase, RowLevelState
 from txsql.txn.rowmap import RowMap
@@ -75,6 +76,8 @@ class TxnView:
         rows: Row-level state; None means file-level (Delta Spark) rules.
         row_checker: Optional hook deciding whether added rows satisfy a read predicate.
         column_mapping_mode: Stats and partition values are keyed by physical names.
+        join_checker: Optional hook deciding whether rows join with a MERGE's source
+            (:mod:`txsql.txn.joinread`); without it, join reads conflict like ``TRUE``.
     """
 
     actions: Sequence[Action]
@@ -89,6 +92,7 @@ class TxnView:
     row_checker: RowPredicateChecker | None = None
     column_mapping_mode: str = "none"
     row_map: RowMap | None = None  # set when we are a txsql compaction with a row map
+    join_checker: JoinChecker | None = None
 
     @property
     def metadata_changed(self) -> bool:
@@ -125,6 +129,7 @@ def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
     translation, carry, handled = _compaction_race(winner, ours)
     row_level_paths = _row_level_dv_updates(winner, ours) - handled
     _check_added_files(winner, ours, row_level_paths | handled, report)
+    _check_join_adds(winner, ours, row_level_paths | handled, report)
     rebases = _check_row_level_deletes(winner, ours, row_level_paths, report)
     _check_deleted_files(winner, ours, row_level_paths | handled, report)
     return CheckOutcome(protocol, metadata, rebases, translation, carry)
@@ -213,6 +218,41 @@ def _check_added_files(
         if checker is not None and not checker(scan.predicate, hits):
             continue  # the added rows were evaluated and none satisfies our predicate
         _append_conflict(winner, ours, hits, scan.predicate, _rule(ours, scan), report)
+
+
+def _check_join_adds(
+    winner: WinningCommit, ours: TxnView, skip: set[str], report: Reporter
+) -> None:
+    """Step 5 for MERGE join reads: conflict only if an added row joins with our source.
+
+    Applies in file-level mode too: the hook's answer is exact, not a stats guess.
+    """
+    if not ours.read_set.joins:
+        return
+    adds = _candidate_adds(winner, ours, skip)
+    for join in ours.read_set.joins if adds else ():
+        hits = [
+            a
+            for a in adds
+            if may_match_file(
+                join.target_filter,
+                a,
+                ours.schema,
+                ours.partition_columns,
+                ours.column_mapping_mode,
+            )
+        ]
+        if not hits:
+            continue
+        checker = ours.join_checker
+        if checker is not None and not checker(join, hits):
+            continue  # Spark joined the added rows with our source: none joins
+        rule = (
+            "rows were added that join with our MERGE source under ON"
+            if checker is not None
+            else "files were added that may join with our MERGE source (no join check)"
+        )
+        _append_conflict(winner, ours, hits, join.target_filter, rule, report)
 
 
 def _distinct_scans(scans: Sequence[ScanRecord]) -> list[ScanRecord]:
@@ -369,7 +409,9 @@ def _check_deleted_files(
     if not removed:
         return
     read = ours.read_set
-    read_and_removed = sorted(set(removed) & read.files)
+    # Files only a MERGE's join read, none of whose rows joined: removing them is harmless.
+    harmless = harmless_removes(read, removed, ours.join_checker)
+    read_and_removed = sorted(set(removed) & read.files - harmless)
     if read_and_removed or read.read_whole_table:
         hit = read_and_removed or sorted(removed)
         rule = (

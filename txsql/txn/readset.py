@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from pyroaring import BitMap64
 
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, is_deterministic
+
+if TYPE_CHECKING:
+    from txsql.txn.joinread import JoinRead
 
 
 def norm_path(path: str) -> str:
@@ -53,6 +57,8 @@ class ReadSet:
         app_ids: App ids looked up (exactly-once writers).
         metadata_read: Whether schema/properties were read (informational: any winning
             metadata change that is not allow-listed conflicts anyway).
+        joins: MERGE reads "target rows joining our source" (:mod:`txsql.txn.joinread`);
+            their files are in ``files`` and their matched rows in ``rows``.
     """
 
     scans: list[ScanRecord] = field(default_factory=list)
@@ -63,11 +69,12 @@ class ReadSet:
     app_ids: set[str] = field(default_factory=set)
     metadata_read: bool = False
     rows_unknown: set[str] = field(default_factory=set)
+    joins: list[JoinRead] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
         """True when no data was read (app ids and metadata do not count, as in Delta)."""
-        return not (self.read_whole_table or self.files or self.scans)
+        return not (self.read_whole_table or self.files or self.scans or self.joins)
 
     def record_scan(
         self,

@@ -102,6 +102,7 @@ class CommitLoop:
             metadata=metadata,
             rows=rows,
             row_checker=self.txn.row_predicate_checker,
+            join_checker=self.txn.join_checker,
             column_mapping_mode=properties.column_mapping_mode(conf),
             row_map=own_row_map(self.parameters, actions),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -23,6 +24,7 @@ from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.txn.conflicts import RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
+from txsql.txn.joinread import JoinChecker, JoinRead, record_join
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop
@@ -60,6 +62,8 @@ class Transaction:
         self.requested_isolation = isolation
         self.max_attempts = max(1, max_attempts)
         self.row_predicate_checker = row_predicate_checker
+        # Set by the planner's MERGE (it knows Spark): do rows join with a MERGE's source?
+        self.join_checker: JoinChecker | None = None
         self.read_set = ReadSet()
         self.txn_id = str(uuid.uuid4())
         self._snapshot: Snapshot | None = None
@@ -119,6 +123,20 @@ class Transaction:
         self.snapshot()
         logged = [f for f in files if not self._is_own_new_file(f)]
         self.read_set.record_scan(predicate, logged, matched_rows)
+
+    def record_join(
+        self, join: JoinRead, matched_rows: Mapping[str, BitMap64] | None = None
+    ) -> None:
+        """Record a MERGE's read of the target rows joining its source (see joinread).
+
+        Args:
+            join: The ON condition, the source handle and the files read.
+            matched_rows: Rows the MERGE matched or changed per file; None: unknown.
+        """
+        self._require_open()
+        self.snapshot()
+        logged = tuple(f for f in join.files if not self._is_own_new_file(f))
+        record_join(self.read_set, replace(join, files=logged), matched_rows)
 
     def mark_read_whole_table(self) -> None:
         """A read that cannot be scoped: every winner's change conflicts (file level)."""

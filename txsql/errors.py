@@ -7,6 +7,8 @@ This module is a leaf: it imports nothing from txsql.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TxSqlError(Exception):
     """Base class for every error raised by txsql.
@@ -178,6 +180,9 @@ class CommitConflictError(TxSqlError):
         partitions: overlapping partitions, e.g. ``("p=1",)``.
         files: overlapping files (paths as in the log).
         rows: for row-level conflicts, path -> sorted physical row indexes both touched.
+        row_details: the colliding rows one by one (the first few), as
+            ``{"file": path, "row": index, <key column>: value, ...}``; values are read at
+            the winner's version when cheap, else only file and position are given.
     """
 
     default_hint = "Re-run the statement; it will read the newest version."
@@ -194,7 +199,9 @@ class CommitConflictError(TxSqlError):
         files: tuple[str, ...] = (),
         hint: str | None = None,
         rows: dict[str, tuple[int, ...]] | None = None,
+        row_details: tuple[dict[str, Any], ...] = (),
     ) -> None:
+        self.row_details = row_details
         self.winning_version = winning_version
         self.winning_operation = winning_operation
         self.isolation_level = isolation_level

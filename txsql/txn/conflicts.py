@@ -13,8 +13,10 @@ deleted. Steps 1-4 live in :mod:`txsql.txn.table_rules`. Steps 5-7 come in two m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pyroaring import BitMap64
 
 from txsql.errors import (
     ConcurrentAppendError,
@@ -29,9 +31,16 @@ from txsql.log.predicates import (
     split_predicate,
 )
 from txsql.log.schema import StructType
-from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.explain import (
+    Reporter,
+    colliding_rows,
+    key_columns,
+    partition_labels,
+    partition_predicate_example,
+)
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ReadSet, ScanRecord, norm_path
+from txsql.txn.row_hooks import RowSetChecker
 from txsql.txn.rowlevel import Rebase, RowLevelState
 from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
 from txsql.txn.winner import WinningCommit
@@ -47,7 +56,11 @@ __all__ = [
 ]
 
 RowPredicateChecker = Callable[[Predicate, Sequence[AddFile]], bool]
-"""Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)"""
+"""Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)
+
+The hook object may also implement :class:`txsql.txn.row_hooks.RowSetChecker` (ask about
+specific rows, e.g. rows a winner revived) and ``RowValueReader`` (values for messages).
+"""
 
 
 @dataclass
@@ -112,6 +125,8 @@ def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
     check_app_ids(winner, ours.read_set.app_ids, report)
     row_level_paths = _row_level_dv_updates(winner, ours)
     _check_added_files(winner, ours, row_level_paths, report)
+    _check_revived_rows(winner, ours, row_level_paths, report)
+    _check_readds_without_remove(winner, ours, report)
     rebases = _check_row_level_deletes(winner, ours, row_level_paths, report)
     _check_deleted_files(winner, ours, row_level_paths, report)
     return CheckOutcome(protocol, metadata, rebases)
@@ -260,6 +275,98 @@ def _append_hint(
     return _sentence(tips)
 
 
+# --- step 5b: rows a winner revived (its new DV is not a superset of our base) ----------
+
+
+def _check_revived_rows(
+    winner: WinningCommit, ours: TxnView, paths: set[str], report: Reporter
+) -> None:
+    """Rows revived by the winner are rows *added* for our reads: check them row by row."""
+    state = ours.rows
+    if state is None or not paths:
+        return
+    if ours.isolation is IsolationLevel.SNAPSHOT_ISOLATION or ours.blind_append:
+        return  # as for appended files: such transactions read nothing that can go stale
+    revived = {
+        p: (winner.dv_updates[p][1], bits)
+        for p in sorted(paths)
+        if (bits := state.revived(p, winner.dv_updates[p][1]))
+    }
+    if not revived:
+        return
+    checker = ours.row_checker
+    for scan in _distinct_scans(ours.read_set.scans):
+        candidates = {
+            p: fr
+            for p, fr in revived.items()
+            if not scan.deterministic
+            or may_match_file(
+                scan.predicate,
+                fr[0],
+                ours.schema,
+                ours.partition_columns,
+                ours.column_mapping_mode,
+            )
+        }
+        if not candidates:
+            continue
+        if scan.deterministic and isinstance(checker, RowSetChecker):
+            hits = {
+                p: fr for p, fr in candidates.items() if checker.rows_match(scan.predicate, {p: fr})
+            }
+            rule = "rows the winner revived (its DV shrank) satisfy our read predicate"
+        else:
+            hits = candidates
+            rule = (
+                "the winner revived rows (its DV shrank) that may satisfy our read predicate "
+                "(not checked row by row)"
+            )
+        if not hits:
+            continue
+        rows = {p: fr[1] for p, fr in hits.items()}
+        report.fail(
+            ConcurrentAppendError,
+            "a concurrent commit revived rows this transaction should have read",
+            rule=rule,
+            partitions=partition_labels(fr[0].partition_values for fr in hits.values()),
+            files=[fr[0].path for fr in hits.values()],
+            rows=rows,
+            row_details=_row_details(ours, {p: fr[0] for p, fr in hits.items()}, rows),
+            hint=(
+                f"Version {winner.version} ({winner.operation or 'a foreign writer'}) brought "
+                "back rows your statement's condition selects, so a partition predicate will "
+                "not help; re-run the statement: it will then see the revived rows."
+            ),
+        )
+
+
+def _check_readds_without_remove(winner: WinningCommit, ours: TxnView, report: Reporter) -> None:
+    """A winner that adds a path we change without removing our version of it.
+
+    The protocol forbids two live files with one path; whatever the winner meant, rebasing
+    onto it could keep or drop rows we cannot reason about, so we refuse.
+    """
+    state = ours.rows
+    if state is None:
+        return
+    both = sorted(p for p in winner.readds_without_remove if p in state.base and state.modifies(p))
+    if both:
+        report.fail(
+            ConcurrentDeleteDeleteError,
+            "a concurrent commit re-added a file this transaction changes without removing it",
+            rule="the winner added a live path again (cannot be decided row by row)",
+            files=[winner.adds[p].path for p in both],
+            hint=f"Re-run the statement on version {winner.version} or later.",
+        )
+
+
+def _row_details(
+    ours: TxnView, files: Mapping[str, AddFile], rows: Mapping[str, BitMap64]
+) -> tuple[dict[str, object], ...]:
+    columns = key_columns(ours.schema, (s.predicate for s in ours.read_set.scans))
+    return colliding_rows(ours.row_checker, files, rows, columns)
+
+
 # --- steps 6-7: deleted files ---------------------------------------------------------------
 
 
@@ -270,10 +377,12 @@ def _check_row_level_deletes(
     state = ours.rows
     if state is None or not paths:
         return []
-    read_hits, write_hits, rebases = {}, {}, []
+    read_hits: dict[str, BitMap64] = {}
+    write_hits: dict[str, BitMap64] = {}
+    rebases = []
     for path in sorted(paths):
-        remove, add = winner.dv_updates[path]
-        deleted = state.newly_deleted(remove, add)
+        _, add = winner.dv_updates[path]
+        deleted = state.newly_deleted(path, add)
         matched = ours.read_set.rows.get(path)
         if matched is not None and matched & deleted:
             read_hits[path] = matched & deleted
@@ -283,33 +392,37 @@ def _check_row_level_deletes(
             if mine & deleted:
                 write_hits[path] = mine & deleted
             rebases.append(Rebase(path, add, mine))
-    hint = (
-        f"Retry: the rows you changed were changed by version {winner.version} "
-        "(the retry will see that change)."
-    )
+    files = {p: winner.dv_updates[p][1] for p in paths}
+    who = f"version {winner.version} ({winner.operation or 'a foreign writer'})"
     if read_hits:
         report.fail(
             ConcurrentDeleteReadError,
             "a concurrent commit deleted or updated rows this transaction read",
             rule="rows we matched were deleted by the winner (row level)",
-            partitions=partition_labels(
-                winner.dv_updates[p][1].partition_values for p in read_hits
-            ),
+            partitions=_labels(winner, read_hits),
             files=list(read_hits),
             rows=read_hits,
-            hint=hint,
+            row_details=_row_details(ours, files, read_hits),
+            hint=(
+                f"The same rows were changed by {who}: that is a real conflict, which no "
+                "partition predicate avoids. Re-run the statement; it will see that change "
+                "and decide again which rows match."
+            ),
         )
     if write_hits:
         report.fail(
             ConcurrentDeleteDeleteError,
             "a concurrent commit deleted or updated rows this transaction also changes",
             rule="both transactions deleted the same rows (row level)",
-            partitions=partition_labels(
-                winner.dv_updates[p][1].partition_values for p in write_hits
-            ),
+            partitions=_labels(winner, write_hits),
             files=list(write_hits),
             rows=write_hits,
-            hint=hint,
+            row_details=_row_details(ours, files, write_hits),
+            hint=(
+                f"Both transactions wrote the same rows and {who} won; no partition "
+                "predicate avoids that. Re-run the statement (it will see that change), or "
+                "make the writers of these rows take turns."
+            ),
         )
     return rebases
 
@@ -360,7 +473,7 @@ def _delete_hint(winner: WinningCommit, ours: TxnView, hit: Sequence[RemoveFile]
         tips.append(
             f"scope the statement to its partitions (e.g. {example}) so it reads fewer files"
         )
-    if ours.rows is None and winner.dv_updates:
+    if ours.rows is None and any(a.deletion_vector for _, a in winner.dv_updates.values()):
         tips.append(
             "with deletion vectors and txsql.rowLevelConcurrency, changes to "
             "different rows of one file do not conflict"

@@ -168,7 +168,21 @@ def test_winner_removing_the_file_entirely_is_a_delete_read_conflict() -> None:
     lab.commit([lab.remove(f)], "DELETE", read=eq("id", 1), read_files=[f])
     with pytest.raises(ConcurrentDeleteReadError) as info:
         ours.commit("DELETE")
-    assert info.value.rows is None and info.value.files == ("f.parquet",)
+    # Still Delta's file-level rule, but the card names the row we matched that went away.
+    assert info.value.rows == {"f.parquet": (2,)} and info.value.files == ("f.parquet",)
+    assert info.value.rule.startswith("a file we read was removed")
+    assert "same-row write" in info.value.rule
+
+
+def test_winner_removing_a_file_we_matched_nothing_in_names_no_rows() -> None:
+    lab, f = _table()
+    ours = lab.txn()
+    ours.record_scan(eq("id", 50), [f], {f.path: BitMap64()})
+    ours.stage([lab.file("mine", [50])])
+    lab.commit([lab.remove(f)], "DELETE", read=eq("id", 1), read_files=[f])
+    with pytest.raises(ConcurrentDeleteReadError) as info:
+        ours.commit("WRITE")
+    assert info.value.rows is None and info.value.rule == "a file we read was removed"
 
 
 def test_row_predicate_hook_decides_added_rows() -> None:

@@ -240,6 +240,21 @@ def _append_conflict(
     report: Reporter,
 ) -> None:
     partitions = partition_labels(a.partition_values for a in hits)
+    same = _same_rows(winner, ours)
+    if same:
+        # An UPDATE/MERGE of rows we also matched: its new row versions are the "added
+        # data", but the truth to tell is the same-row write, which no predicate avoids.
+        report.fail(
+            ConcurrentAppendError,
+            "a concurrent commit rewrote rows this transaction matched (and added their "
+            "new versions, which this transaction should have read)",
+            rule=f"{rule}; the winner also deleted rows we matched (same-row write, row level)",
+            partitions=partitions,
+            files=[a.path for a in hits],
+            rows=same,
+            row_details=_row_details(ours, _files_of(winner, ours, same), same),
+            hint=_same_row_hint(winner),
+        )
     report.fail(
         ConcurrentAppendError,
         "a concurrent commit added data this transaction should have read",
@@ -247,6 +262,55 @@ def _append_conflict(
         partitions=partitions,
         files=[a.path for a in hits],
         hint=_append_hint(winner, ours, hits, predicate),
+    )
+
+
+def _same_rows(winner: WinningCommit, ours: TxnView) -> dict[str, BitMap64]:
+    """Rows we matched or changed that the winner deleted (row level only; else empty).
+
+    Counts DV updates and plain removes of a whole file (an UPDATE of its last live rows).
+    """
+    state = ours.rows
+    out: dict[str, BitMap64] = {}
+    if state is None or ours.read_set.read_whole_table:
+        return out
+    deleted_by_path: dict[str, BitMap64 | None] = {
+        p: state.newly_deleted(p, winner.dv_updates[p][1])
+        for p in _row_level_dv_updates(winner, ours)
+    }
+    for path, remove in winner.removes.items():
+        if path not in winner.adds:
+            deleted_by_path[path] = state.removed_rows(path, remove)
+    for path, deleted in sorted(deleted_by_path.items()):
+        if deleted is None or (not ours.read_set.rows_known(path) and path in ours.read_set.files):
+            continue
+        touched = ours.read_set.rows.get(path, BitMap64())
+        if state.modifies(path):
+            mine = state.our_rows(path)
+            if mine is None:
+                continue
+            touched = touched | mine
+        if touched & deleted:
+            out[path] = touched & deleted
+    return out
+
+
+def _files_of(winner: WinningCommit, ours: TxnView, paths: Iterable[str]) -> dict[str, AddFile]:
+    """The data file behind each path (the winner's add, else the one we read)."""
+    out = {}
+    for p in paths:
+        add = winner.adds.get(p) or (ours.rows.read_file(p) if ours.rows else None)
+        if add is not None:
+            out[p] = add
+    return out
+
+
+def _same_row_hint(winner: WinningCommit) -> str:
+    who = f"version {winner.version} ({winner.operation or 'a foreign writer'})"
+    return (
+        f"The same rows were changed by {who}: that is a real conflict, which no partition "
+        "predicate avoids. Re-run the statement; it will see that change and decide again "
+        "which rows match (or make the writers of these rows take turns)."
     )
 
 
@@ -393,7 +457,6 @@ def _check_row_level_deletes(
                 write_hits[path] = mine & deleted
             rebases.append(Rebase(path, add, mine))
     files = {p: winner.dv_updates[p][1] for p in paths}
-    who = f"version {winner.version} ({winner.operation or 'a foreign writer'})"
     if read_hits:
         report.fail(
             ConcurrentDeleteReadError,
@@ -403,11 +466,7 @@ def _check_row_level_deletes(
             files=list(read_hits),
             rows=read_hits,
             row_details=_row_details(ours, files, read_hits),
-            hint=(
-                f"The same rows were changed by {who}: that is a real conflict, which no "
-                "partition predicate avoids. Re-run the statement; it will see that change "
-                "and decide again which rows match."
-            ),
+            hint=_same_row_hint(winner),
         )
     if write_hits:
         report.fail(
@@ -418,11 +477,7 @@ def _check_row_level_deletes(
             files=list(write_hits),
             rows=write_hits,
             row_details=_row_details(ours, files, write_hits),
-            hint=(
-                f"Both transactions wrote the same rows and {who} won; no partition "
-                "predicate avoids that. Re-run the statement (it will see that change), or "
-                "make the writers of these rows take turns."
-            ),
+            hint=_same_row_hint(winner),
         )
     return rebases
 
@@ -446,6 +501,18 @@ def _check_deleted_files(
             if read_and_removed
             else "we read the whole table and the winner removed files"
         )
+        same = {p: r for p, r in _same_rows(winner, ours).items() if p in removed}
+        if same:
+            report.fail(
+                ConcurrentDeleteReadError,
+                "a concurrent commit deleted or updated rows this transaction read",
+                rule=f"{rule}; it held rows we matched (same-row write, row level)",
+                partitions=partition_labels(removed[p].partition_values for p in same),
+                files=[removed[p].path for p in same],
+                rows=same,
+                row_details=_row_details(ours, _files_of(winner, ours, same), same),
+                hint=_same_row_hint(winner),
+            )
         report.fail(
             ConcurrentDeleteReadError,
             "a concurrent commit removed data this transaction read",

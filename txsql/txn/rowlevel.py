@@ -110,6 +110,10 @@ class RowLevelState:
         """Cache a DV we just wrote, so a later winner need not read it back."""
         self._bitmaps[dv.unique_id] = rows
 
+    def read_file(self, path: str) -> AddFile | None:
+        """The add of ``path`` in our read snapshot (None: it was not live then)."""
+        return self._read_files.get(path)
+
     def modifies(self, path: str) -> bool:
         return path in self._removes
 
@@ -162,6 +166,18 @@ class RowLevelState:
     def revived(self, path: str, add: AddFile) -> BitMap64:
         """Rows our base deleted that the winner's ``add`` keeps alive: ``base - W``."""
         return self.base_rows(path) - self.load(add.deletion_vector)
+
+    def removed_rows(self, path: str, remove: RemoveFile) -> BitMap64 | None:
+        """Rows a winner's plain ``remove`` of ``path`` (no re-add) deleted, if knowable."""
+        if path not in self.base or self.base_id(path) != remove.dv_id:
+            return None
+        known = self._read_files.get(path)
+        total = num_records(remove.stats) or num_records(known.stats if known else None)
+        if total is None:
+            return None
+        everything = BitMap64()
+        everything.add_range(0, total)
+        return everything - self.base_rows(path)
 
     def advance(self, winner: WinningCommit) -> None:
         """Move our base past a winner we were not in conflict with."""

@@ -13,7 +13,7 @@ deleted. Steps 1-4 live in :mod:`txsql.txn.table_rules`. Steps 5-7 come in two m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pyroaring import BitMap64
@@ -31,16 +31,17 @@ from txsql.log.predicates import (
     split_predicate,
 )
 from txsql.log.schema import StructType
-from txsql.txn.explain import (
-    Reporter,
-    colliding_rows,
-    key_columns,
-    partition_labels,
-    partition_predicate_example,
-)
+from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ReadSet, ScanRecord, norm_path
-from txsql.txn.row_hooks import RowSetChecker
+from txsql.txn.row_conflicts import (
+    check_readds_without_remove,
+    check_revived_rows,
+    files_of,
+    row_details,
+    same_row_hint,
+    same_rows,
+)
 from txsql.txn.rowlevel import Rebase, RowLevelState
 from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
 from txsql.txn.winner import WinningCommit
@@ -125,8 +126,8 @@ def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
     check_app_ids(winner, ours.read_set.app_ids, report)
     row_level_paths = _row_level_dv_updates(winner, ours)
     _check_added_files(winner, ours, row_level_paths, report)
-    _check_revived_rows(winner, ours, row_level_paths, report)
-    _check_readds_without_remove(winner, ours, report)
+    check_revived_rows(winner, ours, row_level_paths, report)
+    check_readds_without_remove(winner, ours, report)
     rebases = _check_row_level_deletes(winner, ours, row_level_paths, report)
     _check_deleted_files(winner, ours, row_level_paths, report)
     return CheckOutcome(protocol, metadata, rebases)
@@ -240,7 +241,7 @@ def _append_conflict(
     report: Reporter,
 ) -> None:
     partitions = partition_labels(a.partition_values for a in hits)
-    same = _same_rows(winner, ours)
+    same = same_rows(winner, ours, _row_level_dv_updates(winner, ours))
     if same:
         # An UPDATE/MERGE of rows we also matched: its new row versions are the "added
         # data", but the truth to tell is the same-row write, which no predicate avoids.
@@ -252,8 +253,8 @@ def _append_conflict(
             partitions=partitions,
             files=[a.path for a in hits],
             rows=same,
-            row_details=_row_details(ours, _files_of(winner, ours, same), same),
-            hint=_same_row_hint(winner),
+            row_details=row_details(ours, files_of(winner, ours, same), same),
+            hint=same_row_hint(winner),
         )
     report.fail(
         ConcurrentAppendError,
@@ -262,55 +263,6 @@ def _append_conflict(
         partitions=partitions,
         files=[a.path for a in hits],
         hint=_append_hint(winner, ours, hits, predicate),
-    )
-
-
-def _same_rows(winner: WinningCommit, ours: TxnView) -> dict[str, BitMap64]:
-    """Rows we matched or changed that the winner deleted (row level only; else empty).
-
-    Counts DV updates and plain removes of a whole file (an UPDATE of its last live rows).
-    """
-    state = ours.rows
-    out: dict[str, BitMap64] = {}
-    if state is None or ours.read_set.read_whole_table:
-        return out
-    deleted_by_path: dict[str, BitMap64 | None] = {
-        p: state.newly_deleted(p, winner.dv_updates[p][1])
-        for p in _row_level_dv_updates(winner, ours)
-    }
-    for path, remove in winner.removes.items():
-        if path not in winner.adds:
-            deleted_by_path[path] = state.removed_rows(path, remove)
-    for path, deleted in sorted(deleted_by_path.items()):
-        if deleted is None or (not ours.read_set.rows_known(path) and path in ours.read_set.files):
-            continue
-        touched = ours.read_set.rows.get(path, BitMap64())
-        if state.modifies(path):
-            mine = state.our_rows(path)
-            if mine is None:
-                continue
-            touched = touched | mine
-        if touched & deleted:
-            out[path] = touched & deleted
-    return out
-
-
-def _files_of(winner: WinningCommit, ours: TxnView, paths: Iterable[str]) -> dict[str, AddFile]:
-    """The data file behind each path (the winner's add, else the one we read)."""
-    out = {}
-    for p in paths:
-        add = winner.adds.get(p) or (ours.rows.read_file(p) if ours.rows else None)
-        if add is not None:
-            out[p] = add
-    return out
-
-
-def _same_row_hint(winner: WinningCommit) -> str:
-    who = f"version {winner.version} ({winner.operation or 'a foreign writer'})"
-    return (
-        f"The same rows were changed by {who}: that is a real conflict, which no partition "
-        "predicate avoids. Re-run the statement; it will see that change and decide again "
-        "which rows match (or make the writers of these rows take turns)."
     )
 
 
@@ -337,98 +289,6 @@ def _append_hint(
         )
     tips.append(f"retry: the statement will then see the data added by version {winner.version}")
     return _sentence(tips)
-
-
-# --- step 5b: rows a winner revived (its new DV is not a superset of our base) ----------
-
-
-def _check_revived_rows(
-    winner: WinningCommit, ours: TxnView, paths: set[str], report: Reporter
-) -> None:
-    """Rows revived by the winner are rows *added* for our reads: check them row by row."""
-    state = ours.rows
-    if state is None or not paths:
-        return
-    if ours.isolation is IsolationLevel.SNAPSHOT_ISOLATION or ours.blind_append:
-        return  # as for appended files: such transactions read nothing that can go stale
-    revived = {
-        p: (winner.dv_updates[p][1], bits)
-        for p in sorted(paths)
-        if (bits := state.revived(p, winner.dv_updates[p][1]))
-    }
-    if not revived:
-        return
-    checker = ours.row_checker
-    for scan in _distinct_scans(ours.read_set.scans):
-        candidates = {
-            p: fr
-            for p, fr in revived.items()
-            if not scan.deterministic
-            or may_match_file(
-                scan.predicate,
-                fr[0],
-                ours.schema,
-                ours.partition_columns,
-                ours.column_mapping_mode,
-            )
-        }
-        if not candidates:
-            continue
-        if scan.deterministic and isinstance(checker, RowSetChecker):
-            hits = {
-                p: fr for p, fr in candidates.items() if checker.rows_match(scan.predicate, {p: fr})
-            }
-            rule = "rows the winner revived (its DV shrank) satisfy our read predicate"
-        else:
-            hits = candidates
-            rule = (
-                "the winner revived rows (its DV shrank) that may satisfy our read predicate "
-                "(not checked row by row)"
-            )
-        if not hits:
-            continue
-        rows = {p: fr[1] for p, fr in hits.items()}
-        report.fail(
-            ConcurrentAppendError,
-            "a concurrent commit revived rows this transaction should have read",
-            rule=rule,
-            partitions=partition_labels(fr[0].partition_values for fr in hits.values()),
-            files=[fr[0].path for fr in hits.values()],
-            rows=rows,
-            row_details=_row_details(ours, {p: fr[0] for p, fr in hits.items()}, rows),
-            hint=(
-                f"Version {winner.version} ({winner.operation or 'a foreign writer'}) brought "
-                "back rows your statement's condition selects, so a partition predicate will "
-                "not help; re-run the statement: it will then see the revived rows."
-            ),
-        )
-
-
-def _check_readds_without_remove(winner: WinningCommit, ours: TxnView, report: Reporter) -> None:
-    """A winner that adds a path we change without removing our version of it.
-
-    The protocol forbids two live files with one path; whatever the winner meant, rebasing
-    onto it could keep or drop rows we cannot reason about, so we refuse.
-    """
-    state = ours.rows
-    if state is None:
-        return
-    both = sorted(p for p in winner.readds_without_remove if p in state.base and state.modifies(p))
-    if both:
-        report.fail(
-            ConcurrentDeleteDeleteError,
-            "a concurrent commit re-added a file this transaction changes without removing it",
-            rule="the winner added a live path again (cannot be decided row by row)",
-            files=[winner.adds[p].path for p in both],
-            hint=f"Re-run the statement on version {winner.version} or later.",
-        )
-
-
-def _row_details(
-    ours: TxnView, files: Mapping[str, AddFile], rows: Mapping[str, BitMap64]
-) -> tuple[dict[str, object], ...]:
-    columns = key_columns(ours.schema, (s.predicate for s in ours.read_set.scans))
-    return colliding_rows(ours.row_checker, files, rows, columns)
 
 
 # --- steps 6-7: deleted files ---------------------------------------------------------------
@@ -465,8 +325,8 @@ def _check_row_level_deletes(
             partitions=_labels(winner, read_hits),
             files=list(read_hits),
             rows=read_hits,
-            row_details=_row_details(ours, files, read_hits),
-            hint=_same_row_hint(winner),
+            row_details=row_details(ours, files, read_hits),
+            hint=same_row_hint(winner),
         )
     if write_hits:
         report.fail(
@@ -476,8 +336,8 @@ def _check_row_level_deletes(
             partitions=_labels(winner, write_hits),
             files=list(write_hits),
             rows=write_hits,
-            row_details=_row_details(ours, files, write_hits),
-            hint=_same_row_hint(winner),
+            row_details=row_details(ours, files, write_hits),
+            hint=same_row_hint(winner),
         )
     return rebases
 
@@ -501,7 +361,7 @@ def _check_deleted_files(
             if read_and_removed
             else "we read the whole table and the winner removed files"
         )
-        same = {p: r for p, r in _same_rows(winner, ours).items() if p in removed}
+        same = {p: r for p, r in same_rows(winner, ours, row_level).items() if p in removed}
         if same:
             report.fail(
                 ConcurrentDeleteReadError,
@@ -510,8 +370,8 @@ def _check_deleted_files(
                 partitions=partition_labels(removed[p].partition_values for p in same),
                 files=[removed[p].path for p in same],
                 rows=same,
-                row_details=_row_details(ours, _files_of(winner, ours, same), same),
-                hint=_same_row_hint(winner),
+                row_details=row_details(ours, files_of(winner, ours, same), same),
+                hint=same_row_hint(winner),
             )
         report.fail(
             ConcurrentDeleteReadError,

@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 
 import txsql
+from tests.magics import cell, ip
 from txsql.errors import ConcurrentAppendError, ConcurrentDeleteReadError
 from txsql.magics.conflict import ConflictCard
+
+__all__ = ["ip"]
 
 
 def test_card_lists_rows_from_positions_when_no_values_were_read() -> None:
@@ -72,3 +75,30 @@ def test_same_row_update_race_card_names_positions_and_key_values(
         (3, 0),
         (4, 0),
     ], "the loser changed nothing"
+
+
+@pytest.mark.spark
+def test_session_cell_shows_the_colliding_row_in_the_card(ip: Any, capsys: Any) -> None:
+    cell(
+        ip,
+        "CREATE TABLE t (id INT, name STRING) "
+        "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
+    )
+    cell(ip, "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")
+    cell(ip, "BEGIN;\nDELETE FROM t WHERE id = 3", "--session T1")
+    cell(ip, "DELETE FROM t WHERE name = 'c'")
+    capsys.readouterr()
+    outcome = ip.run_cell("%%txsql --session T1\nCOMMIT")
+    assert isinstance(outcome.error_in_exec, ConcurrentDeleteReadError)
+    out = capsys.readouterr().out
+    assert "✘ commit conflict: ConcurrentDeleteReadError" in out
+    assert "rows we matched were deleted by the winner (row level)" in out
+    header = next(line for line in out.splitlines() if line.startswith("file "))
+    assert [c.strip() for c in header.split("|")] == ["file", "row", "id", "name"], out
+    body = [
+        [c.strip() for c in line.split("|")]
+        for line in out.splitlines()
+        if line.startswith("part-") and "|" in line
+    ]
+    assert len(body) == 1 and body[0][2:] == ["3", "c"], out
+    assert "no partition predicate avoids" in out.replace("\n", " ")

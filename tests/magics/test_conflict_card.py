@@ -63,7 +63,7 @@ def test_same_row_update_race_card_names_positions_and_key_values(
     )
     assert "same-row write" in error.rule
     assert "partition predicate" in error.hint and "no partition predicate" in error.hint
-    assert f"row {positions[0]} (id=3, name='c', k=30)" in error.message
+    assert f"rows {path}: {positions[0]}]" in error.message
     card = ConflictCard(error, statement="UPDATE t SET k = k + 1 WHERE id = 3")
     text = repr(card)
     assert "file" in text and "row" in text and "id" in text and "c" in text

@@ -342,7 +342,7 @@ def test_revived_row_inside_our_predicate_conflicts_and_names_it() -> None:
     assert err.rows == {"f.parquet": (1,)}
     assert err.row_details == ({"file": "f.parquet", "row": 1, "id": 1},)
     assert "revived" in err.rule and "partition predicate will not help" in err.hint
-    assert "f.parquet row 1 (id=1)" in err.message
+    assert "rows f.parquet: 1]" in err.message
     assert lab.deleted_rows(lab.current("f.parquet")) == {0}, "the table is the winner's"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -113,21 +113,6 @@ def colliding_rows(
     return tuple({**d, **by_key.get((d["file"], d["row"]), {})} for d in listed)
 
 
-def describe_rows(details: Sequence[Mapping[str, Any]]) -> str:
-    """``f.parquet row 3 (id=3, k=1)`` for messages.
-
-    >>> describe_rows([{"file": "a/f.parquet", "row": 3, "id": 3}, {"file": "f", "row": 4}])
-    'f.parquet row 3 (id=3), f row 4'
-    """
-    parts = []
-    for d in details[:_MAX_LISTED]:
-        name = str(d["file"]).rstrip("/").rsplit("/", 1)[-1]
-        values = ", ".join(f"{k}={v!r}" for k, v in d.items() if k not in ("file", "row"))
-        parts.append(f"{name} row {d['row']}" + (f" ({values})" if values else ""))
-    more = len(details) - _MAX_LISTED
-    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
-
-
 def _listed(items: Sequence[str]) -> str:
     shown = ", ".join(items[:_MAX_LISTED])
     more = len(items) - _MAX_LISTED
@@ -151,16 +136,14 @@ class Reporter:
         partitions: tuple[str, ...] = (),
         files: Sequence[str] = (),
         rows: Mapping[str, BitMap64] | None = None,
-        row_details: Sequence[Mapping[str, Any]] = (),
+        row_details: Callable[[], tuple[dict[str, Any], ...]] | None = None,
     ) -> NoReturn:
         """Raise ``error`` for a conflict with the winner; the message names the overlap."""
         files = tuple(sorted(files))
         detail = []
         if partitions:
             detail.append(f"partition {_listed(list(partitions))}")
-        if row_details:
-            detail.append(f"rows {describe_rows(row_details)}")
-        elif rows:
+        if rows:
             detail.append(
                 "rows "
                 + "; ".join(
@@ -185,5 +168,5 @@ class Reporter:
             files=files,
             rows=rows_detail(rows) if rows else None,
             hint=hint,
-            row_details=tuple(dict(d) for d in row_details),
+            row_details=row_details or (),
         )

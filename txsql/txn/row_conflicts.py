@@ -10,8 +10,8 @@ hint that fits: no partition predicate avoids a same-row write.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
 
@@ -162,6 +162,8 @@ def check_readds_without_remove(winner: WinningCommit, ours: TxnView, report: Re
 
 def row_details(
     ours: TxnView, files: Mapping[str, AddFile], rows: Mapping[str, BitMap64]
-) -> tuple[dict[str, object], ...]:
+) -> Callable[[], tuple[dict[str, Any], ...]]:
+    """Reads the colliding rows' key values when first asked (the card shows them)."""
     columns = key_columns(ours.schema, (s.predicate for s in ours.read_set.scans))
-    return colliding_rows(ours.row_checker, files, rows, columns)
+    checker, files, rows = ours.row_checker, dict(files), dict(rows)
+    return lambda: colliding_rows(checker, files, rows, columns)

@@ -7,6 +7,9 @@ This module is a leaf: it imports nothing from txsql.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class TxSqlError(Exception):
     """Base class for every error raised by txsql.
@@ -167,6 +170,9 @@ class TransactionError(TxSqlError):
     """Misuse of a transaction (committing twice, writing a second table...)."""
 
 
+RowDetails = tuple[dict[str, Any], ...]
+
+
 class CommitConflictError(TxSqlError):
     """A concurrent commit invalidated this transaction.
 
@@ -178,6 +184,10 @@ class CommitConflictError(TxSqlError):
         partitions: overlapping partitions, e.g. ``("p=1",)``.
         files: overlapping files (paths as in the log).
         rows: for row-level conflicts, path -> sorted physical row indexes both touched.
+        row_details: the colliding rows one by one (the first few), as
+            ``{"file": path, "row": index, <key column>: value, ...}``; values are read at
+            the winner's version when cheap, else only file and position are given. They
+            are read on first access (a conflict never waits for Spark to fetch them).
     """
 
     default_hint = "Re-run the statement; it will read the newest version."
@@ -194,7 +204,9 @@ class CommitConflictError(TxSqlError):
         files: tuple[str, ...] = (),
         hint: str | None = None,
         rows: dict[str, tuple[int, ...]] | None = None,
+        row_details: RowDetails | Callable[[], RowDetails] = (),
     ) -> None:
+        self._row_details = row_details
         self.winning_version = winning_version
         self.winning_operation = winning_operation
         self.isolation_level = isolation_level
@@ -203,6 +215,13 @@ class CommitConflictError(TxSqlError):
         self.files = files
         self.rows = rows
         super().__init__(message, hint=hint)
+
+    @property
+    def row_details(self) -> RowDetails:
+        if callable(self._row_details):
+            loader, self._row_details = self._row_details, ()
+            self._row_details = loader()
+        return self._row_details
 
 
 class ProtocolChangedError(CommitConflictError):

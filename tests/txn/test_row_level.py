@@ -168,7 +168,21 @@ def test_winner_removing_the_file_entirely_is_a_delete_read_conflict() -> None:
     lab.commit([lab.remove(f)], "DELETE", read=eq("id", 1), read_files=[f])
     with pytest.raises(ConcurrentDeleteReadError) as info:
         ours.commit("DELETE")
-    assert info.value.rows is None and info.value.files == ("f.parquet",)
+    # Still Delta's file-level rule, but the card names the row we matched that went away.
+    assert info.value.rows == {"f.parquet": (2,)} and info.value.files == ("f.parquet",)
+    assert info.value.rule.startswith("a file we read was removed")
+    assert "same-row write" in info.value.rule
+
+
+def test_winner_removing_a_file_we_matched_nothing_in_names_no_rows() -> None:
+    lab, f = _table()
+    ours = lab.txn()
+    ours.record_scan(eq("id", 50), [f], {f.path: BitMap64()})
+    ours.stage([lab.file("mine", [50])])
+    lab.commit([lab.remove(f)], "DELETE", read=eq("id", 1), read_files=[f])
+    with pytest.raises(ConcurrentDeleteReadError) as info:
+        ours.commit("WRITE")
+    assert info.value.rows is None and info.value.rule == "a file we read was removed"
 
 
 def test_row_predicate_hook_decides_added_rows() -> None:
@@ -237,3 +251,180 @@ def test_non_deterministic_predicate_falls_back_to_file_level() -> None:
     with pytest.raises(ConcurrentAppendError) as info:
         ours.commit("WRITE")
     assert "non-deterministic" in info.value.rule
+
+
+# --- winners whose DV is not a superset of ours (RESTORE, foreign writers) ------------------
+
+
+class FakeRowHook:
+    """A row hook that knows each file's rows (row index i holds id = i, see Lab.file).
+
+    It evaluates only ``id = n`` / ``id >= n`` predicates: enough to decide which revived
+    rows our read predicate selects, independently of the conflict checker.
+    """
+
+    def __init__(self, files_match: bool = True) -> None:
+        self.asked: list[tuple[Predicate, dict[str, set[int]]]] = []
+        self.files_match = files_match
+
+    @staticmethod
+    def _holds(predicate: Predicate, row: int) -> bool:
+        assert isinstance(predicate, Comparison) and isinstance(predicate.right, Literal)
+        bound = predicate.right.value
+        assert isinstance(bound, int)
+        return row == bound if predicate.op == "=" else row >= bound
+
+    def __call__(self, predicate: Predicate, files: Sequence[AddFile]) -> bool:
+        return self.files_match
+
+    def rows_match(self, predicate: Predicate, rows: dict[str, tuple[AddFile, BitMap64]]) -> bool:
+        self.asked.append((predicate, {p: set(b) for p, (_, b) in rows.items()}))
+        return any(self._holds(predicate, int(r)) for _, bits in rows.values() for r in bits)
+
+    def row_values(
+        self, rows: dict[str, tuple[AddFile, BitMap64]], columns: Sequence[str], limit: int
+    ) -> list[dict[str, object]]:
+        return [
+            {"file": p, "row": int(r), "id": int(r)} for p, (_, bits) in rows.items() for r in bits
+        ][:limit]
+
+
+def ge(col: str, value: int) -> Comparison:
+    return Comparison(">=", Column(col), Literal(value))
+
+
+def _shrunk_table(rows: int = 10, deleted: Sequence[int] = (0, 1), **kwargs: object) -> Lab:
+    lab, f = _table(rows, **kwargs)
+    lab.commit(lab.dv_delete(f, deleted), "DELETE", read=eq("id", 0), read_files=[f])
+    return lab
+
+
+def _foreign_shrink(lab: Lab, keep_deleted: Sequence[int] | None) -> int:
+    """A foreign winner replaces f's DV by a smaller one (None: re-adds f without a DV)."""
+    from dataclasses import replace
+
+    from txsql.dv import write_deletion_vectors
+
+    live = lab.current("f.parquet")
+    dv = None
+    if keep_deleted is not None:
+        (dv,) = write_deletion_vectors("/mem/t", lab.fs, [BitMap64(keep_deleted)])
+    return lab.commit([lab.remove(live), replace(live, deletion_vector=dv)], "RESTORE").version
+
+
+def _our_delete(lab: Lab, predicate: Predicate, rows: Sequence[int], hook: object) -> Transaction:
+    f = lab.current("f.parquet")
+    txn = Transaction(lab.log, row_predicate_checker=hook)  # type: ignore[arg-type]
+    txn.snapshot()
+    txn.record_scan(predicate, [f], {f.path: BitMap64(rows)})
+    txn.stage(lab.dv_delete(f, rows))
+    return txn
+
+
+def test_revived_row_outside_our_predicate_rebases_and_stays_alive() -> None:
+    lab = _shrunk_table()
+    hook = FakeRowHook()
+    ours = _our_delete(lab, ge("id", 5), [5, 6, 7, 8, 9], hook)
+    _foreign_shrink(lab, [0])  # row 1 comes back
+    ours.commit("DELETE")
+    assert lab.deleted_rows(lab.current("f.parquet")) == {0, 5, 6, 7, 8, 9}, "row 1 stays"
+    assert hook.asked == [(ge("id", 5), {"f.parquet": {1}})], "asked about row 1 only"
+
+
+def test_revived_row_inside_our_predicate_conflicts_and_names_it() -> None:
+    lab = _shrunk_table()
+    ours = _our_delete(lab, ge("id", 1), [2, 3, 4, 5, 6, 7, 8, 9], FakeRowHook())
+    winner = _foreign_shrink(lab, [0])
+    with pytest.raises(ConcurrentAppendError) as info:
+        ours.commit("DELETE")
+    err = info.value
+    assert err.winning_version == winner
+    assert err.rows == {"f.parquet": (1,)}
+    assert err.row_details == ({"file": "f.parquet", "row": 1, "id": 1},)
+    assert "revived" in err.rule and "partition predicate will not help" in err.hint
+    assert "rows f.parquet: 1]" in err.message
+    assert lab.deleted_rows(lab.current("f.parquet")) == {0}, "the table is the winner's"
+
+
+def test_hook_that_cannot_check_rows_makes_revived_rows_conflict() -> None:
+    lab = _shrunk_table()
+    ours = _our_delete(lab, ge("id", 5), [5, 6, 7, 8, 9], lambda p, files: False)
+    _foreign_shrink(lab, [0])
+    with pytest.raises(ConcurrentAppendError) as info:
+        ours.commit("DELETE")
+    assert "not checked row by row" in info.value.rule
+
+
+def test_winner_re_adding_the_file_without_a_dv_revives_every_row() -> None:
+    lab = _shrunk_table()
+    hook = FakeRowHook()
+    ours = _our_delete(lab, eq("id", 5), [5], hook)
+    _foreign_shrink(lab, None)
+    ours.commit("DELETE")
+    assert lab.deleted_rows(lab.current("f.parquet")) == {5}
+    assert hook.asked == [(eq("id", 5), {"f.parquet": {0, 1}})]
+
+
+def test_we_removed_the_whole_file_and_the_winner_revived_a_row_we_did_not_match() -> None:
+    lab = _shrunk_table(rows=4)
+    f = lab.current("f.parquet")
+    ours = Transaction(lab.log, row_predicate_checker=FakeRowHook())  # type: ignore[arg-type]
+    ours.snapshot()
+    ours.record_scan(ge("id", 2), [f], {f.path: BitMap64([2, 3])})
+    ours.stage([lab.remove(f)])  # rows 2, 3 were the last live ones
+    _foreign_shrink(lab, [0])
+    result = ours.commit("DELETE")
+    assert [a.path for a in result.actions if isinstance(a, AddFile)] == ["f.parquet"]
+    assert lab.deleted_rows(lab.current("f.parquet")) == {0, 2, 3}, "row 1 is not lost"
+
+
+def test_winner_deleting_and_reviving_checks_both_sets() -> None:
+    lab = _shrunk_table()
+    hook = FakeRowHook()
+    # The winner's DV {0, 7}: row 1 revived, row 7 newly deleted.
+    clash = _our_delete(lab, eq("id", 7), [7], hook)
+    fine = _our_delete(lab, eq("id", 5), [5], hook)
+    _foreign_shrink(lab, [0, 7])
+    with pytest.raises(ConcurrentDeleteReadError) as info:
+        clash.commit("DELETE")
+    assert info.value.rows == {"f.parquet": (7,)}
+    assert info.value.row_details == ({"file": "f.parquet", "row": 7, "id": 7},)
+    assert "no partition predicate" in info.value.hint
+    fine.commit("DELETE")
+    assert lab.deleted_rows(lab.current("f.parquet")) == {0, 5, 7}
+
+
+def test_serializable_reader_sees_revived_rows_as_added() -> None:
+    lab = _shrunk_table(isolation="Serializable")
+    f = lab.current("f.parquet")
+    ours = Transaction(lab.log, row_predicate_checker=FakeRowHook())  # type: ignore[arg-type]
+    ours.snapshot()
+    ours.record_scan(eq("id", 1), [f], {f.path: BitMap64()})  # SELECT ... WHERE id = 1: none
+    ours.stage([lab.file("other", [100])])
+    _foreign_shrink(lab, [0])
+    with pytest.raises(ConcurrentAppendError) as info:
+        ours.commit("INSERT")
+    assert info.value.rows == {"f.parquet": (1,)}
+
+
+def test_winner_removing_a_dv_we_never_saw_is_file_level() -> None:
+    from dataclasses import replace
+
+    lab = _shrunk_table()
+    ours = _our_delete(lab, eq("id", 5), [5], FakeRowHook())
+    live = lab.current("f.parquet")
+    stale = replace(lab.remove(live), deletion_vector=None)  # claims f had no DV
+    lab.commit([stale, replace(live, deletion_vector=None)], "WRITE")
+    with pytest.raises((ConcurrentAppendError, ConcurrentDeleteReadError)):
+        ours.commit("DELETE")
+
+
+def test_winner_adding_a_live_path_again_without_removing_it_conflicts() -> None:
+    from dataclasses import replace
+
+    lab = _shrunk_table()
+    ours = _our_delete(lab, eq("id", 5), [5], FakeRowHook(files_match=False))
+    lab.commit([replace(lab.current("f.parquet"), deletion_vector=None)], "WRITE")
+    with pytest.raises(ConcurrentDeleteDeleteError) as info:
+        ours.commit("DELETE")
+    assert "cannot be decided row by row" in info.value.rule

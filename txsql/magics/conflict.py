@@ -54,14 +54,18 @@ class ConflictCard:
         return f"committed v{e.winning_version}{op} first"
 
     def rows_table(self) -> tuple[list[Column], list[tuple[Any, ...]]] | None:
-        """The colliding rows as a small table, whatever shape the checker reports."""
-        rows = conflict_rows(self.error)[:20]
+        """The colliding rows as a small table, whatever shape the checker reports.
+
+        Row-level conflicts carry ``row_details`` (file, row position, key values at the
+        winner's version); ``rows`` (path -> positions) is the fallback.
+        """
+        rows = _row_records(self.error)[:20]
         if not rows:
             return None
         if all(isinstance(r, Mapping) for r in rows):
             names = list(dict.fromkeys(k for r in rows for k in r))
             return [Column(str(n), "") for n in names], [
-                tuple(r.get(n) for n in names) for r in rows
+                tuple(_cell(n, r.get(n)) for n in names) for r in rows
             ]
         if all(isinstance(r, Sequence) and not isinstance(r, str) for r in rows):
             width = max(len(r) for r in rows)
@@ -125,6 +129,24 @@ class ConflictCard:
         if e.hint:
             lines.append(f"How to avoid: {e.hint}")
         return "\n".join(lines)
+
+
+def _row_records(error: CommitConflictError) -> list[Any]:
+    details = getattr(error, "row_details", None)
+    if details:
+        return list(details)
+    rows = getattr(error, "rows", None)
+    if isinstance(rows, Mapping):
+        # path -> positions: one record per colliding row, without values.
+        return [{"file": path, "row": r} for path, positions in rows.items() for r in positions]
+    return conflict_rows(error)
+
+
+def _cell(name: str, value: Any) -> Any:
+    """Files are shown by base name (the full path is in the files line)."""
+    if name == "file" and isinstance(value, str):
+        return shorten_files([value])[0]
+    return value
 
 
 def _read_version(error: CommitConflictError) -> int | None:

@@ -4,21 +4,33 @@ When a concurrent winner added files whose partition values and stats may satisf
 read predicate, the conflict checker asks: does any live row of those files actually
 satisfy it? Spark answers by scanning just those files (deletion vectors applied) with the
 predicate's SQL and fetching at most one row.
+
+The same object answers two row-level questions (:mod:`txsql.txn.row_hooks`): do any of
+these *specific* rows satisfy the predicate (rows a winner revived by shrinking a DV), and
+what are the values of a few rows (for conflict messages)? Both read the physical rows by
+``_metadata.row_index``, ignoring the files' deletion vectors.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from pyroaring import BitMap64
 
 from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate, to_sql
 from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+# More rows than this in one question are not listed in a query: we answer "match"
+# (a conflict), which is always safe.
+_MAX_ROWS_ASKED = 10_000
 
 logger = logging.getLogger(__name__)
 
@@ -51,3 +63,62 @@ class SparkRowChecker:
         except Exception:
             logger.debug("row check failed; assuming a match", exc_info=True)
             return True
+
+    def rows_match(
+        self, predicate: Predicate, rows: Mapping[str, tuple[AddFile, BitMap64]]
+    ) -> bool:
+        """Whether one of the given physical rows satisfies ``predicate`` (True if unsure)."""
+        if not any(len(bits) for _, bits in rows.values()):
+            return False
+        try:
+            df = self._physical_rows(rows)
+            if df is None:
+                return True
+            return bool(df.where(to_sql(predicate)).limit(1).collect())
+        except Exception:
+            logger.debug("row check of specific rows failed; assuming a match", exc_info=True)
+            return True
+
+    def row_values(
+        self,
+        rows: Mapping[str, tuple[AddFile, BitMap64]],
+        columns: Sequence[str],
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        """Values of ``columns`` for the given physical rows (at most ``limit``)."""
+        from txsql.engine.scan import FILE_COLUMN, ROW_INDEX_COLUMN
+
+        df = self._physical_rows(rows)
+        if df is None:
+            return []
+        picked = df.select(*[df[c] for c in columns], df[FILE_COLUMN], df[ROW_INDEX_COLUMN]).limit(
+            limit
+        )
+        out = []
+        for r in picked.collect():
+            values = r.asDict()
+            path = values.pop(FILE_COLUMN)
+            index = values.pop(ROW_INDEX_COLUMN)
+            out.append({"file": path, "row": int(index), **values})
+        return out
+
+    def _physical_rows(self, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> DataFrame | None:
+        """The given rows of the given files (DVs ignored), with ``_file``/``_row_index``."""
+        if sum(len(bits) for _, bits in rows.values()) > _MAX_ROWS_ASKED:
+            return None
+        snapshot = self._txn.snapshot()
+        if snapshot is None:
+            return None
+        from pyspark.sql import functions as F
+
+        from txsql.engine.scan import FILE_COLUMN, ROW_INDEX_COLUMN, scan_snapshot
+
+        # Without its DV a file shows every physical row; row_index picks the ones asked.
+        files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
+        df = scan_snapshot(self._spark, replace(snapshot, files=files), with_row_ids=True)
+        conditions = [
+            (F.col(FILE_COLUMN) == add.path) & F.col(ROW_INDEX_COLUMN).isin(list(bits))
+            for add, bits in rows.values()
+            if len(bits)
+        ]
+        return df.where(reduce(lambda a, b: a | b, conditions))

@@ -138,7 +138,7 @@ def plan_dml_translation(
         touched.add(path)
         # Our positions are relative to the DV we are based on; the compaction must have
         # removed exactly that logical file.
-        if state.base.get(path, "missing") != winner.removes[path].dv_id:
+        if path not in state.base or state.base_id(path) != winner.removes[path].dv_id:
             return None
         if state.modifies(path):
             mine = state.our_rows(path)

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from pyroaring import BitMap64
+
 from txsql.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
@@ -41,6 +43,14 @@ from txsql.txn.explain import Reporter, partition_labels, partition_predicate_ex
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.joinread import JoinChecker, harmless_removes
 from txsql.txn.readset import ReadSet, ScanRecord, norm_path
+from txsql.txn.row_conflicts import (
+    check_readds_without_remove,
+    check_revived_rows,
+    files_of,
+    row_details,
+    same_row_hint,
+    same_rows,
+)
 from txsql.txn.rowlevel import Rebase, RowLevelState
 from txsql.txn.rowmap import RowMap
 from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
@@ -57,7 +67,11 @@ __all__ = [
 ]
 
 RowPredicateChecker = Callable[[Predicate, Sequence[AddFile]], bool]
-"""Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)"""
+"""Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)
+
+The hook object may also implement :class:`txsql.txn.row_hooks.RowSetChecker` (ask about
+specific rows, e.g. rows a winner revived) and ``RowValueReader`` (values for messages).
+"""
 
 
 @dataclass
@@ -130,6 +144,8 @@ def check_winning_commit(winner: WinningCommit, ours: TxnView) -> CheckOutcome:
     row_level_paths = _row_level_dv_updates(winner, ours) - handled
     _check_added_files(winner, ours, row_level_paths | handled, report)
     _check_join_adds(winner, ours, row_level_paths | handled, report)
+    check_revived_rows(winner, ours, row_level_paths, report)
+    check_readds_without_remove(winner, ours, report)
     rebases = _check_row_level_deletes(winner, ours, row_level_paths, report)
     _check_deleted_files(winner, ours, row_level_paths | handled, report)
     return CheckOutcome(protocol, metadata, rebases, translation, carry)
@@ -309,6 +325,21 @@ def _append_conflict(
     report: Reporter,
 ) -> None:
     partitions = partition_labels(a.partition_values for a in hits)
+    same = same_rows(winner, ours, _row_level_dv_updates(winner, ours))
+    if same:
+        # An UPDATE/MERGE of rows we also matched: its new row versions are the "added
+        # data", but the truth to tell is the same-row write, which no predicate avoids.
+        report.fail(
+            ConcurrentAppendError,
+            "a concurrent commit rewrote rows this transaction matched (and added their "
+            "new versions, which this transaction should have read)",
+            rule=f"{rule}; the winner also deleted rows we matched (same-row write, row level)",
+            partitions=partitions,
+            files=[a.path for a in hits],
+            rows=same,
+            row_details=row_details(ours, files_of(winner, ours, same), same),
+            hint=same_row_hint(winner),
+        )
     report.fail(
         ConcurrentAppendError,
         "a concurrent commit added data this transaction should have read",
@@ -354,10 +385,12 @@ def _check_row_level_deletes(
     state = ours.rows
     if state is None or not paths:
         return []
-    read_hits, write_hits, rebases = {}, {}, []
+    read_hits: dict[str, BitMap64] = {}
+    write_hits: dict[str, BitMap64] = {}
+    rebases = []
     for path in sorted(paths):
-        remove, add = winner.dv_updates[path]
-        deleted = state.newly_deleted(remove, add)
+        _, add = winner.dv_updates[path]
+        deleted = state.newly_deleted(path, add)
         matched = ours.read_set.rows.get(path)
         if matched is not None and matched & deleted:
             read_hits[path] = matched & deleted
@@ -367,33 +400,28 @@ def _check_row_level_deletes(
             if mine & deleted:
                 write_hits[path] = mine & deleted
             rebases.append(Rebase(path, add, mine))
-    hint = (
-        f"Retry: the rows you changed were changed by version {winner.version} "
-        "(the retry will see that change)."
-    )
+    files = {p: winner.dv_updates[p][1] for p in paths}
     if read_hits:
         report.fail(
             ConcurrentDeleteReadError,
             "a concurrent commit deleted or updated rows this transaction read",
             rule="rows we matched were deleted by the winner (row level)",
-            partitions=partition_labels(
-                winner.dv_updates[p][1].partition_values for p in read_hits
-            ),
+            partitions=_labels(winner, read_hits),
             files=list(read_hits),
             rows=read_hits,
-            hint=hint,
+            row_details=row_details(ours, files, read_hits),
+            hint=same_row_hint(winner),
         )
     if write_hits:
         report.fail(
             ConcurrentDeleteDeleteError,
             "a concurrent commit deleted or updated rows this transaction also changes",
             rule="both transactions deleted the same rows (row level)",
-            partitions=partition_labels(
-                winner.dv_updates[p][1].partition_values for p in write_hits
-            ),
+            partitions=_labels(winner, write_hits),
             files=list(write_hits),
             rows=write_hits,
-            hint=hint,
+            row_details=row_details(ours, files, write_hits),
+            hint=same_row_hint(winner),
         )
     return rebases
 
@@ -419,6 +447,20 @@ def _check_deleted_files(
             if read_and_removed
             else "we read the whole table and the winner removed files"
         )
+        # A rewrite that changes no data (a compaction) deleted no rows: not a same-row write.
+        rewrite = changes_no_data(_file_actions(winner))
+        same = {p: r for p, r in same_rows(winner, ours, row_level).items() if p in removed}
+        if same and not rewrite:
+            report.fail(
+                ConcurrentDeleteReadError,
+                "a concurrent commit deleted or updated rows this transaction read",
+                rule=f"{rule}; it held rows we matched (same-row write, row level)",
+                partitions=partition_labels(removed[p].partition_values for p in same),
+                files=[removed[p].path for p in same],
+                rows=same,
+                row_details=row_details(ours, files_of(winner, ours, same), same),
+                hint=same_row_hint(winner),
+            )
         report.fail(
             ConcurrentDeleteReadError,
             "a concurrent commit removed data this transaction read",
@@ -451,7 +493,7 @@ def _delete_hint(winner: WinningCommit, ours: TxnView, hit: Sequence[RemoveFile]
             f"{winner.describe} rewrote files without changing data and recorded no row "
             "map txsql can translate through (ZORDER, or another engine's compaction)"
         )
-    if ours.rows is None and winner.dv_updates:
+    if ours.rows is None and any(a.deletion_vector for _, a in winner.dv_updates.values()):
         tips.append(
             "with deletion vectors and txsql.rowLevelConcurrency, changes to "
             "different rows of one file do not conflict"

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pyroaring import BitMap64
 
 from txsql.errors import CommitConflictError
+from txsql.log.actions import AddFile
+from txsql.log.predicates import Predicate, referenced_columns
+from txsql.log.schema import StructType
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.row_hooks import RowValueReader
 from txsql.txn.winner import WinningCommit
 
+logger = logging.getLogger(__name__)
+
 _MAX_LISTED = 5  # files/rows named in a message; the attributes carry all of them
+_MAX_VALUE_ROWS = 20  # colliding rows whose values are read for the card
+_MAX_KEY_COLUMNS = 4
 
 
 def partition_label(values: Mapping[str, str | None] | None) -> str:
@@ -54,6 +63,56 @@ def rows_detail(rows: Mapping[str, BitMap64]) -> dict[str, tuple[int, ...]]:
     return {path: tuple(int(r) for r in bitmap) for path, bitmap in sorted(rows.items())}
 
 
+def key_columns(schema: StructType, predicates: Iterable[Predicate]) -> list[str]:
+    """Columns that identify rows for a reader: those our predicates use, then the first ones.
+
+    >>> from txsql.log.schema import parse_schema
+    >>> from txsql.log.predicates import Column, Comparison, Literal
+    >>> s = parse_schema('{"type":"struct","fields":[' + ",".join(
+    ...     '{"name":"%s","type":"long","nullable":true,"metadata":{}}' % n for n in "abcdef")
+    ...     + "]}")
+    >>> key_columns(s, [Comparison("=", Column("E"), Literal(1))])
+    ['e', 'a', 'b', 'c']
+    """
+    used = set().union(*(referenced_columns(p) for p in predicates))
+    first = [n for n in schema.names if n.lower() in used]
+    rest = [n for n in schema.names if n.lower() not in used]
+    return (first + rest)[:_MAX_KEY_COLUMNS]
+
+
+def colliding_rows(
+    reader: object,
+    files: Mapping[str, AddFile],
+    rows: Mapping[str, BitMap64],
+    columns: Sequence[str],
+) -> tuple[dict[str, Any], ...]:
+    """The colliding rows as ``{"file", "row", key columns...}`` (values when cheap).
+
+    The values are read through the hook (Spark) when it can; a failure to read them never
+    hides the conflict, the rows are then named by position only.
+    """
+    listed: list[dict[str, Any]] = []
+    for path, bitmap in sorted(rows.items()):
+        for r in bitmap:
+            listed.append({"file": path, "row": int(r)})
+            if len(listed) >= _MAX_VALUE_ROWS:
+                break
+    if not isinstance(reader, RowValueReader) or not columns:
+        return tuple(listed)
+    wanted = {
+        path: (files[path], BitMap64(d["row"] for d in listed if d["file"] == path))
+        for path in {d["file"] for d in listed}
+        if path in files
+    }
+    try:
+        values = reader.row_values(wanted, columns, _MAX_VALUE_ROWS)
+    except Exception:  # values are a courtesy; the conflict stands without them
+        logger.debug("reading colliding row values failed", exc_info=True)
+        return tuple(listed)
+    by_key = {(v.get("file"), v.get("row")): v for v in values}
+    return tuple({**d, **by_key.get((d["file"], d["row"]), {})} for d in listed)
+
+
 def _listed(items: Sequence[str]) -> str:
     shown = ", ".join(items[:_MAX_LISTED])
     more = len(items) - _MAX_LISTED
@@ -77,6 +136,7 @@ class Reporter:
         partitions: tuple[str, ...] = (),
         files: Sequence[str] = (),
         rows: Mapping[str, BitMap64] | None = None,
+        row_details: Callable[[], tuple[dict[str, Any], ...]] | None = None,
     ) -> NoReturn:
         """Raise ``error`` for a conflict with the winner; the message names the overlap."""
         files = tuple(sorted(files))
@@ -108,4 +168,5 @@ class Reporter:
             files=files,
             rows=rows_detail(rows) if rows else None,
             hint=hint,
+            row_details=row_details or (),
         )

@@ -1,11 +1,20 @@
 """Row-level conflict resolution on deletion vectors (txsql's refinement of Delta's rules).
 
-When a winner replaced ``(F, dvA)`` by ``(F, dvB)`` its newly deleted rows are
-``dvB - dvA``. We conflict only if those rows intersect rows we matched (read set) or
-modified (our own DV on F, ``dvC - dvA``). Otherwise we *rebase*: write a fresh DV
-``dvB | ours`` and commit ``remove(F, dvB)`` + ``add(F, dvB | ours)``. Whatever cannot be
+For every live file we keep the exact DV we are (re)based on: ``base``. When a winner
+replaced ``(F, base)`` by ``(F, W)`` (a new DV, a smaller DV, or no DV at all: RESTORE, a
+foreign writer, any DV replacement) it changed two row sets:
+
+* ``W - base``: rows it deleted. They conflict if they intersect rows we matched (read
+  set) or rows we delete ourselves (``ours = ourDV - base``, computed against OUR base);
+* ``base - W``: rows it *revived*. For our reads they are added rows, checked like
+  appended rows (the caller asks the row predicate hook about exactly those rows).
+
+Otherwise we *rebase*: commit ``remove(F, W)`` + ``add(F, W | ours)`` with a freshly
+written DV. A row the winner revived that we did not match stays alive (it is in neither
+``W`` nor ``ours``), so a rebase never deletes a row we did not match. Whatever cannot be
 decided row by row (a scan that reported no rows, a file rewritten rather than given a DV,
-missing stats) is left to Delta's file-level rules by :meth:`RowLevelState.decidable`.
+a winner that removed a DV we never saw, missing stats) is left to Delta's file-level rules
+by :meth:`RowLevelState.decidable`.
 """
 
 from __future__ import annotations
@@ -77,8 +86,10 @@ class RowLevelState:
     ) -> None:
         self.table_root = table_root
         self.fs = fs
-        # The DV id each live path has in the state we are (re)based on.
-        self.base: dict[str, str | None] = {p: f.dv_id for p, f in read_files.items()}
+        # The exact DV each live path has in the state we are (re)based on (None: no DV).
+        self.base: dict[str, DeletionVectorDescriptor | None] = {
+            p: f.deletion_vector for p, f in read_files.items()
+        }
         self._read_files = dict(read_files)
         self._removes = dict(removes)
         self._adds = dict(adds)
@@ -98,6 +109,10 @@ class RowLevelState:
     def remember(self, dv: DeletionVectorDescriptor, rows: BitMap64) -> None:
         """Cache a DV we just wrote, so a later winner need not read it back."""
         self._bitmaps[dv.unique_id] = rows
+
+    def read_file(self, path: str) -> AddFile | None:
+        """The add of ``path`` in our read snapshot (None: it was not live then)."""
+        return self._read_files.get(path)
 
     def modifies(self, path: str) -> bool:
         return path in self._removes
@@ -126,25 +141,50 @@ class RowLevelState:
         everything.add_range(0, total)
         return everything - old
 
+    def base_id(self, path: str) -> str | None:
+        dv = self.base.get(path)
+        return dv.unique_id if dv is not None else None
+
     def decidable(self, read_set: ReadSet, path: str, remove: RemoveFile) -> bool:
-        """Whether the winner's DV update of ``path`` can be judged row by row."""
+        """Whether the winner's replacement of ``path`` can be judged row by row."""
         if read_set.read_whole_table or path not in self.base:
             return False
-        if self.base[path] != remove.dv_id:
-            return False  # the winner started from a DV we do not know about
+        if self.base_id(path) != remove.dv_id:
+            return False  # the winner removed a DV we never saw: not comparable
         if path in read_set.files and not read_set.rows_known(path):
             return False
         return not (self.modifies(path) and self.our_rows(path) is None)
 
-    def newly_deleted(self, remove: RemoveFile, add: AddFile) -> BitMap64:
-        return self.load(add.deletion_vector) - self.load(remove.deletion_vector)
+    def base_rows(self, path: str) -> BitMap64:
+        """Rows deleted in the state we are based on."""
+        return self.load(self.base.get(path))
+
+    def newly_deleted(self, path: str, add: AddFile) -> BitMap64:
+        """Rows the winner's ``add`` deletes that our base did not: ``W - base``."""
+        return self.load(add.deletion_vector) - self.base_rows(path)
+
+    def revived(self, path: str, add: AddFile) -> BitMap64:
+        """Rows our base deleted that the winner's ``add`` keeps alive: ``base - W``."""
+        return self.base_rows(path) - self.load(add.deletion_vector)
+
+    def removed_rows(self, path: str, remove: RemoveFile) -> BitMap64 | None:
+        """Rows a winner's plain ``remove`` of ``path`` (no re-add) deleted, if knowable."""
+        if path not in self.base or self.base_id(path) != remove.dv_id:
+            return None
+        known = self._read_files.get(path)
+        total = num_records(remove.stats) or num_records(known.stats if known else None)
+        if total is None:
+            return None
+        everything = BitMap64()
+        everything.add_range(0, total)
+        return everything - self.base_rows(path)
 
     def advance(self, winner: WinningCommit) -> None:
         """Move our base past a winner we were not in conflict with."""
         for path in winner.removes:
             self.base.pop(path, None)
         for path, add in winner.adds.items():
-            self.base[path] = add.dv_id
+            self.base[path] = add.deletion_vector
 
 
 def apply_rebases(
@@ -156,22 +196,24 @@ def apply_rebases(
     """Rewrite our staged actions for each rebased file (writes one new DV file).
 
     ``removes``/``adds`` are the transaction's staged actions by path, updated in place:
-    ``remove(F, dvB)`` plus ``add(F, dvB | ours)``, or only the remove when the union
-    deletes every row of F. Data files are never rewritten.
+    ``remove(F, W)`` plus ``add(F, W | ours)``, or only the remove when the union deletes
+    every row of F. When we had removed F outright but the winner revived rows we did not
+    match, F comes back with a DV so those rows stay alive. Data files are never rewritten.
     """
-    merged: list[tuple[str, BitMap64]] = []
+    merged: list[tuple[str, BitMap64, AddFile]] = []
     for r in rebases:
         remove = removes[r.path]
         removes[r.path] = replace(remove, deletion_vector=r.winner_add.deletion_vector)
         rows = state.load(r.winner_add.deletion_vector) | r.our_rows
         ours = adds.get(r.path)
         total = num_records(r.winner_add.stats) or num_records(ours.stats if ours else None)
-        if ours is None or (total is not None and len(rows) >= total):
+        if total is not None and len(rows) >= total:
             adds.pop(r.path, None)
             continue
-        merged.append((r.path, rows))
+        # Without our own add we deleted every row we saw; the winner's add is the template.
+        template = ours if ours is not None else replace(r.winner_add, data_change=True)
+        merged.append((r.path, rows, template))
     descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
-    for (path, rows), dv in zip(merged, descriptors):
-        ours = adds[path]
-        adds[path] = replace(ours, deletion_vector=dv, stats=loosen_stats(ours.stats))
+    for (path, rows, template), dv in zip(merged, descriptors):
+        adds[path] = replace(template, deletion_vector=dv, stats=loosen_stats(template.stats))
         state.remember(dv, rows)

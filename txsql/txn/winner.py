@@ -16,9 +16,10 @@ A = TypeVar("A")
 class WinningCommit:
     """The actions of one winning commit and the views the checks need.
 
-    A *DV update* is a path the winner both removed and re-added with a deletion vector
-    (Delta's merge-on-read DELETE/UPDATE/MERGE): the rows of that file did not grow, so
-    row-level checking treats it as deleted rows, not as new data.
+    A *DV update* is a path the winner both removed and re-added (Delta paths name
+    immutable data files, so the data is the same): merge-on-read DELETE/UPDATE/MERGE give
+    it a larger DV, RESTORE or a foreign writer may give it a smaller DV or none. Row-level
+    checking compares the old and new DVs: rows deleted, and rows revived (added data).
     """
 
     version: int
@@ -65,13 +66,18 @@ class WinningCommit:
 
     @cached_property
     def dv_updates(self) -> dict[str, tuple[RemoveFile, AddFile]]:
-        """Paths removed and re-added with a DV: path -> (remove, re-add)."""
+        """Paths removed and re-added, with or without a DV: path -> (remove, re-add)."""
         out = {}
         for path, add in self.adds.items():
             remove = self.removes.get(path)
-            if remove is not None and add.deletion_vector is not None:
+            if remove is not None:
                 out[path] = (remove, add)
         return out
+
+    @cached_property
+    def readds_without_remove(self) -> dict[str, AddFile]:
+        """Paths added without a matching remove (only meaningful for files live before)."""
+        return {p: a for p, a in self.adds.items() if p not in self.removes}
 
     @property
     def describe(self) -> str:

@@ -1,0 +1,42 @@
+"""Optional row-level capabilities of the row-predicate hook (implemented with Spark).
+
+The conflict checker lives below the Spark layer, so it asks questions about rows through
+the hook the planner attaches to a transaction. The base hook answers "does any live row of
+these files satisfy the predicate?". A hook may also implement the protocols below; when it
+does not, the checker takes the conservative answer (a conflict, or a card without values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pyroaring import BitMap64
+
+from txsql.log.actions import AddFile
+from txsql.log.predicates import Predicate
+
+
+@runtime_checkable
+class RowSetChecker(Protocol):
+    """Asks about specific physical rows of files, whatever their DV says."""
+
+    def rows_match(
+        self, predicate: Predicate, rows: Mapping[str, tuple[AddFile, BitMap64]]
+    ) -> bool:
+        """Whether any of the given rows (path -> (file, row indexes)) satisfies it."""
+        ...
+
+
+@runtime_checkable
+class RowValueReader(Protocol):
+    """Reads the values of a few physical rows, for conflict messages."""
+
+    def row_values(
+        self,
+        rows: Mapping[str, tuple[AddFile, BitMap64]],
+        columns: Sequence[str],
+        limit: int,
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows as ``{"file": path, "row": index, column: value, ...}``."""
+        ...

@@ -83,5 +83,7 @@ def failing_fsync(pattern: str, err: int = errno.EIO) -> Callable[[int], None]:
 
 
 def visible_and_hidden(directory: str) -> tuple[list[str], list[str]]:
+    """Visible and hidden names in ``directory``; ``.crc`` checksums (best effort) left out."""
     names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    names = [n for n in names if not n.endswith(".crc")]
     return [n for n in names if not n.startswith(".")], [n for n in names if n.startswith(".")]

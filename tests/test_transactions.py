@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import txsql
-from txsql.errors import ConcurrentAppendError, TransactionError
+from txsql.errors import (
+    ConcurrentAppendError,
+    SqlError,
+    TransactionAbortedError,
+    TransactionError,
+    TxSqlError,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -49,11 +56,12 @@ def test_rollback_leaves_no_trace(s: txsql.Session) -> None:
 
 def test_one_table_per_transaction(s: txsql.Session) -> None:
     s.sql("CREATE TABLE other (id INT)")
-    with s.begin() as tx:
-        tx.sql("INSERT INTO t VALUES (5)")
-        with pytest.raises(TransactionError, match="cannot also use"):
-            tx.sql("INSERT INTO other VALUES (5)")
-    assert _ids(s.sql("SELECT id FROM t")) == [1, 5], "the with-block committed the first"
+    with pytest.raises(TransactionAbortedError, match="cannot also use"):
+        with s.begin() as tx:
+            tx.sql("INSERT INTO t VALUES (5)")
+            with pytest.raises(TransactionError, match="cannot also use"):
+                tx.sql("INSERT INTO other VALUES (5)")
+    assert _ids(s.sql("SELECT id FROM t")) == [1], "the failed statement voided the block"
 
 
 @pytest.mark.parametrize(
@@ -74,3 +82,119 @@ def test_reader_writer_vs_concurrent_blind_insert(
     else:
         assert tx.commit().version == 3
         assert _ids(s.sql("SELECT id FROM t")) == [1, 7, 101]
+
+
+# --- Serializable across tables (write skew over two tables) --------------------------
+
+
+def _two_tables(s: txsql.Session) -> None:
+    s.sql("CREATE TABLE a (id INT); INSERT INTO a VALUES (1)")
+    s.sql("CREATE TABLE b (id INT); INSERT INTO b VALUES (1)")
+
+
+def _count(s: txsql.Session, table: str) -> int:
+    return int(s.sql(f"SELECT count(*) FROM {table}").df.collect()[0][0])
+
+
+@pytest.mark.parametrize("isolation", ["Serializable", "WriteSerializable"])
+def test_write_skew_across_two_tables(s: txsql.Session, isolation: str) -> None:
+    """T1 copies count(a) into b, T2 copies count(b) into a, interleaved.
+
+    Serially either order makes the second see the first's row: the final counts are
+    (a, b) = (3, 2) [T1 then T2] or (2, 3) [T2 then T1]. Both committing gives (2, 2).
+    Serializable validates the read table at COMMIT, so T2 aborts; WriteSerializable
+    validates only the written table, as Delta does, and admits the skew.
+    """
+    _two_tables(s)
+    t1, t2 = s.begin(isolation), s.begin(isolation)
+    t1.sql("INSERT INTO b SELECT count(*) + 10 FROM a")
+    t2.sql("INSERT INTO a SELECT count(*) + 10 FROM b")
+    t1.commit()
+    serial = {(3, 2), (2, 3)}
+    if isolation == "Serializable":
+        with pytest.raises(ConcurrentAppendError, match="table b, read by this Serializable") as e:
+            t2.commit()
+        assert e.value.winning_version == 2 and "read validation of b" in e.value.rule
+        assert not t2.is_open
+        assert (_count(s, "a"), _count(s, "b")) in serial
+        assert s.table("a").version() == 1, "the aborted T2 wrote nothing to a"
+    else:
+        t2.commit()
+        assert (_count(s, "a"), _count(s, "b")) == (2, 2), "documented write skew"
+
+
+def test_serializable_read_validation_ignores_unread_changes(s: txsql.Session) -> None:
+    """A concurrent change outside what T read (another partition) does not abort T."""
+    s.sql("CREATE TABLE p (id INT, part INT) PARTITIONED BY (part)")
+    s.sql("INSERT INTO p VALUES (1, 1), (2, 2)")
+    tx = s.begin("Serializable")
+    tx.sql("INSERT INTO t SELECT id FROM p WHERE part = 1")
+    s.sql("DELETE FROM p WHERE part = 2")
+    tx.commit()
+    assert _ids(s.sql("SELECT id FROM t")) == [1, 1]
+
+
+def test_serializable_read_only_transaction_over_two_tables(s: txsql.Session) -> None:
+    _two_tables(s)
+    tx = s.begin("Serializable")
+    assert tx.sql("SELECT count(*) FROM a").df.collect()[0][0] == 1
+    s.sql("INSERT INTO b VALUES (2)")  # b is pinned at its first read, after this commit
+    assert tx.sql("SELECT count(*) FROM b").df.collect()[0][0] == 2
+    s.sql("INSERT INTO a VALUES (2)")
+    with pytest.raises(ConcurrentAppendError, match="table a, read by"):
+        tx.commit()
+    lone = s.begin("Serializable")
+    lone.sql("SELECT count(*) FROM a").df.collect()
+    s.sql("INSERT INTO a VALUES (3)")
+    assert lone.commit().operation == "COMMIT", "one snapshot of one table is serializable"
+
+
+# --- a failed statement fails the transaction ------------------------------------------
+
+
+def _assert_aborted_then_rollback(
+    s: txsql.Session, run: Callable[[str], object], commit: Callable[[], object]
+) -> None:
+    with pytest.raises(TransactionAbortedError, match="statement 2") as refused:
+        run("INSERT INTO t VALUES (4)")
+    assert "ROLLBACK to continue" in str(refused.value)
+    with pytest.raises(TransactionAbortedError):
+        commit()
+    assert s.table("t").version() == 1 and sorted(s.table("t").to_pandas()["id"]) == [1]
+
+
+def test_failed_statement_aborts_sql_transaction(s: txsql.Session) -> None:
+    with pytest.raises(SqlError):
+        s.sql("BEGIN; INSERT INTO t VALUES (2); INSERT INTO t VALUES ('x' / 0, 1)")
+    _assert_aborted_then_rollback(s, s.sql, lambda: s.sql("COMMIT"))
+    assert s.sql("ROLLBACK").message == "nothing was written"
+    s.sql("BEGIN; INSERT INTO t VALUES (3); COMMIT")
+    assert _ids(s.sql("SELECT id FROM t")) == [1, 3], "ROLLBACK cleared the aborted state"
+
+
+def test_failed_statement_aborts_begin_handle(s: txsql.Session) -> None:
+    tx = s.begin()
+    tx.sql("INSERT INTO t VALUES (2)")
+    with pytest.raises(TxSqlError):
+        tx.sql("UPDATE t SET no_such_column = 1")
+    assert tx.aborted and "aborted" not in tx.staged_summary().split(" ")[0]
+    _assert_aborted_then_rollback(s, tx.sql, tx.commit)
+    tx.rollback()
+    assert not tx.is_open and _ids(s.sql("SELECT id FROM t")) == [1]
+
+
+def test_failed_statement_in_transaction_block(s: txsql.Session) -> None:
+    with pytest.raises(TxSqlError, match="no_such_table"):
+        with s.transaction() as tx:
+            tx.sql("INSERT INTO t VALUES (2)")
+            tx.sql("INSERT INTO no_such_table VALUES (3)")
+    assert _ids(s.sql("SELECT id FROM t")) == [1], "the block's error rolled back"
+    with pytest.raises(TransactionAbortedError, match="statement 2"):
+        with s.transaction() as tx:
+            tx.sql("INSERT INTO t VALUES (2)")
+            try:
+                tx.sql("INSERT INTO t VALUES (1 / 'x', 2)")
+            except SqlError:
+                pass  # swallowed: the block must still not commit the first INSERT
+    assert not tx.is_open and s.table("t").version() == 1
+    assert _ids(s.sql("SELECT id FROM t")) == [1]

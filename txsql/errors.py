@@ -233,3 +233,29 @@ class CommitRetriesExceededError(TxSqlError):
     """The commit lost more races than the configured retry limit allows."""
 
     default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
+
+
+class TransactionAbortedError(TransactionError):
+    """A statement inside BEGIN failed, so the whole transaction is void.
+
+    Like PostgreSQL's "current transaction is aborted": every further statement and
+    COMMIT is refused until ROLLBACK, so a transaction never commits half of its work.
+
+    Attributes:
+        statement_number: 1-based position (after BEGIN) of the statement that failed.
+        cause: the first line of that statement's error.
+        failed_statement: that statement's SQL text.
+    """
+
+    default_hint = "ROLLBACK to continue; then run the transaction again."
+
+    def __init__(self, statement_number: int, cause: str, failed_statement: str = "") -> None:
+        self.statement_number = statement_number
+        self.cause = cause
+        self.failed_statement = failed_statement
+        shown = " ".join(failed_statement.split())[:60]
+        where = f" (`{shown}`)" if shown else ""
+        super().__init__(
+            f"the transaction was aborted by the error in statement {statement_number}{where}:"
+            f" {cause}; nothing will be written"
+        )

@@ -47,6 +47,10 @@ class ExplicitTransaction:
     # Tables read before (or besides) the one written: each pinned at its first read, so
     # a transaction's reads are repeatable even before its first write binds it.
     reads: dict[str, Transaction] = field(default_factory=dict)
+    # Statements run since BEGIN, and the error that voided the transaction (the session
+    # refuses everything but ROLLBACK once it is set).
+    statements_run: int = 0
+    aborted: Exception | None = None
 
     @property
     def read_version(self) -> int | None:

@@ -200,9 +200,9 @@ def _replay(root: str) -> dict[int, int]:
                         f"INSERT INTO state SELECT id, v, {p_value} FROM read_parquet('{path}')"
                     )
             elif info.operation == "UPDATE":
-                con.execute(f"UPDATE state SET v = v + 1 WHERE {json.loads(params['predicate'])}")
+                con.execute(f"UPDATE state SET v = v + 1 WHERE {_condition(params)}")
             elif info.operation == "DELETE":
-                con.execute(f"DELETE FROM state WHERE {json.loads(params['predicate'])}")
+                con.execute(f"DELETE FROM state WHERE {_condition(params)}")
             elif info.operation == "MERGE":
                 (on,) = json.loads(params["predicate"])
                 match = re.search(r"t\.id = (\d+)", on)
@@ -221,6 +221,13 @@ def _replay(root: str) -> dict[int, int]:
     replayed = dict(rows)
     assert len(replayed) == len(rows), "the replay holds each id once"
     return replayed
+
+
+def _condition(params: dict[str, Any]) -> str:
+    """Delta records a DELETE/UPDATE predicate as a JSON list of SQL conjuncts."""
+    predicate = json.loads(params["predicate"])
+    terms = predicate if isinstance(predicate, list) else [predicate]
+    return " AND ".join(f"({term})" for term in terms) or "TRUE"
 
 
 def _run(

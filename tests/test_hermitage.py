@@ -9,8 +9,10 @@ would make a statement wait, txsql lets it run on its snapshot and decides at CO
 Reads in a transaction see its snapshot (pinned at its first read) plus its own staged
 writes, so dirty and intermediate reads are impossible by construction. Whether lost
 updates and write skew are prevented depends on the read set and the level: a SELECT in a
-transaction counts as a read of the whole table; WriteSerializable ignores only winners
-that were blind appends.
+transaction records its WHERE (``id = 1``, ``value % 3 = 0``), the files left after
+pruning and the rows it matched, so the checks run on the row-level path; a SELECT that
+cannot be scoped (joins, subqueries) counts as a read of the whole table.
+WriteSerializable ignores only winners that were blind appends.
 """
 
 from __future__ import annotations

@@ -89,7 +89,6 @@ def _name_read_table(error: CommitConflictError, table: str, pinned: int) -> Non
     )
     error.rule = f"read validation of {table}: {error.rule}"
     error.hint = (
-        f"Run the transaction again: it will read {table} as of its newest version. "
-        + error.hint
+        f"Run the transaction again: it will read {table} as of its newest version. " + error.hint
     )
     error.args = (error._render(),)

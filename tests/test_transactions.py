@@ -201,3 +201,22 @@ def test_failed_statement_in_transaction_block(s: txsql.Session) -> None:
             tx.sql("INSERT INTO t VALUES (1 / 'x', 2)")
     assert not tx.is_open and s.table("t").version() == 1
     assert _ids(s.sql("SELECT id FROM t")) == [1]
+
+
+@pytest.mark.parametrize("level", ["SERIALIZABLE", "WRITESERIALIZABLE"])
+def test_write_skew_through_sql_scripts(s: txsql.Session, level: str) -> None:
+    """The same skew with BEGIN ISOLATION LEVEL … scripts in two sessions (two notebooks)."""
+    _two_tables(s)
+    other = txsql.Session(spark=s.spark, warehouse=s.warehouse)
+    s.sql(f"BEGIN ISOLATION LEVEL {level}; INSERT INTO b SELECT count(*) + 10 FROM a")
+    other.sql(f"BEGIN ISOLATION LEVEL {level}; INSERT INTO a SELECT count(*) + 10 FROM b")
+    assert s.sql("COMMIT").version == 2
+    if level == "SERIALIZABLE":
+        with pytest.raises(ConcurrentAppendError, match="table b, read by this Serializable"):
+            other.sql("COMMIT")
+        assert (_values(s, "a"), _values(s, "b")) == ([1], [1, 11])
+        with pytest.raises(TransactionError, match="COMMIT without BEGIN"):
+            other.sql("COMMIT")  # the failed COMMIT ended the transaction
+    else:
+        other.sql("COMMIT")
+        assert (_values(s, "a"), _values(s, "b")) == ([1, 11], [1, 11]), "documented skew"

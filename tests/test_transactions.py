@@ -220,3 +220,24 @@ def test_write_skew_through_sql_scripts(s: txsql.Session, level: str) -> None:
     else:
         other.sql("COMMIT")
         assert (_values(s, "a"), _values(s, "b")) == ([1, 11], [1, 11]), "documented skew"
+
+
+def test_interrupted_statement_aborts_the_transaction(
+    s: txsql.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement stopped mid-way (Ctrl-C in a notebook) may have staged part of its work."""
+    import txsql.session as session_module
+    from txsql.planner.statements import Delete
+
+    def interrupted(*_: object) -> txsql.Result:
+        raise KeyboardInterrupt
+
+    tx = s.begin()
+    tx.sql("INSERT INTO t VALUES (2)")
+    monkeypatch.setitem(session_module._RUNNERS, Delete, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tx.sql("DELETE FROM t WHERE id = 1")
+    with pytest.raises(TransactionAbortedError, match=r"statement 2.*KeyboardInterrupt"):
+        tx.commit()
+    tx.rollback()
+    assert s.table("t").version() == 1

@@ -181,6 +181,10 @@ class Session:
             if not control:
                 _abort(explicit, error, source.text)
             raise error from None
+        except BaseException as e:  # e.g. KeyboardInterrupt mid-statement: never commit half
+            if not control:
+                _abort(explicit, e, source.text)
+            raise
         finally:
             if explicit is not None and not control:
                 explicit.statements_run += 1
@@ -198,7 +202,7 @@ def _refuse_if_aborted(explicit: ExplicitTransaction) -> None:
         )
 
 
-def _abort(explicit: ExplicitTransaction | None, error: TxSqlError, text: str) -> None:
+def _abort(explicit: ExplicitTransaction | None, error: BaseException, text: str) -> None:
     """A statement inside BEGIN failed: the transaction is void until ROLLBACK.
 
     An exactly-once skip is not a failure, and a refused statement does not re-abort.
@@ -207,7 +211,8 @@ def _abort(explicit: ExplicitTransaction | None, error: TxSqlError, text: str) -
         return
     if isinstance(error, (StatementSkipped, TransactionAbortedError)):
         return
-    cause = error.message.strip().splitlines()[0] if error.message.strip() else type(error).__name__
+    message = (error.message if isinstance(error, TxSqlError) else str(error)).strip()
+    cause = message.splitlines()[0] if message else type(error).__name__
     explicit.aborted = TransactionAbortedError(explicit.statements_run + 1, cause, text)
     if explicit.txn is not None:
         explicit.txn.abort()  # drop its staged actions now: nothing can commit them

@@ -123,8 +123,8 @@ class RunContext:
         """Inside BEGIN: the transaction a read of ``log``'s table joins (None outside).
 
         The written table's reads join the writing transaction; any other table (or
-        every table before the first write) gets one pinned at its first read. Only the
-        written table's reads are validated at COMMIT.
+        every table before the first write) gets one pinned at its first read. COMMIT
+        validates the written table's reads; under Serializable the others' too.
         """
         explicit = self.explicit
         if explicit is None:

@@ -9,8 +9,10 @@ would make a statement wait, txsql lets it run on its snapshot and decides at CO
 Reads in a transaction see its snapshot (pinned at its first read) plus its own staged
 writes, so dirty and intermediate reads are impossible by construction. Whether lost
 updates and write skew are prevented depends on the read set and the level: a SELECT in a
-transaction counts as a read of the whole table; WriteSerializable ignores only winners
-that were blind appends.
+transaction records its WHERE (``id = 1``, ``value % 3 = 0``), the files left after
+pruning and the rows it matched, so the checks run on the row-level path; a SELECT that
+cannot be scoped (joins, subqueries) counts as a read of the whole table.
+WriteSerializable ignores only winners that were blind appends.
 """
 
 from __future__ import annotations
@@ -255,3 +257,29 @@ def test_hermitage(s: txsql.Session, anomaly: str, level: str) -> None:
     assert observed == EXPECTED[(anomaly, level)], (
         f"{anomaly} under {level}: anomaly {'observed' if observed else 'prevented'}"
     )
+
+
+# --- reads are row predicates: what a SELECT in a transaction records -----------------
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_predicate_read_ignores_other_rows(s: txsql.Session, level: str) -> None:
+    """A SELECT … WHERE id = 1 reads row 1 only: changes to other rows of the same file and
+    appends it does not match are no conflict (the row-level path, not the whole-table
+    rule); a change to row 1 itself still is. Every outcome matches a serial order."""
+    t1, t2 = s.begin(level), s.begin(level)
+    assert _read(t1, "id = 1") == {1: 10}
+    t2.sql("UPDATE test SET value = 21 WHERE id = 2")
+    t2.sql("INSERT INTO test VALUES (3, 30)")
+    assert _committed(t2)
+    t1.sql("UPDATE test SET value = 11 WHERE id = 1")
+    assert _committed(t1), "t1 read and wrote only row 1; t2 changed rows 2 and 3"
+    assert _table(s) == {1: 11, 2: 21, 3: 30}, "t2 then t1 (or t1 then t2): same rows"
+
+    t3, t4 = s.begin(level), s.begin(level)
+    assert _read(t3, "id = 1") == {1: 11}
+    t4.sql("UPDATE test SET value = 12 WHERE id = 1")
+    assert _committed(t4)
+    t3.sql("UPDATE test SET value = 99 WHERE id = 2")
+    assert not _committed(t3), "t3 read row 1, which t4 changed after t3's snapshot"
+    assert _table(s) == {1: 12, 2: 21, 3: 30}

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import txsql
-from txsql.errors import ConcurrentAppendError, TransactionError
+from txsql.errors import (
+    ConcurrentAppendError,
+    SqlError,
+    TransactionAbortedError,
+    TransactionError,
+    TxSqlError,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -49,11 +57,11 @@ def test_rollback_leaves_no_trace(s: txsql.Session) -> None:
 
 def test_one_table_per_transaction(s: txsql.Session) -> None:
     s.sql("CREATE TABLE other (id INT)")
-    with s.begin() as tx:
+    with pytest.raises(TransactionAbortedError, match="cannot also use"), s.begin() as tx:
         tx.sql("INSERT INTO t VALUES (5)")
         with pytest.raises(TransactionError, match="cannot also use"):
             tx.sql("INSERT INTO other VALUES (5)")
-    assert _ids(s.sql("SELECT id FROM t")) == [1, 5], "the with-block committed the first"
+    assert _ids(s.sql("SELECT id FROM t")) == [1], "the failed statement voided the block"
 
 
 @pytest.mark.parametrize(
@@ -74,3 +82,162 @@ def test_reader_writer_vs_concurrent_blind_insert(
     else:
         assert tx.commit().version == 3
         assert _ids(s.sql("SELECT id FROM t")) == [1, 7, 101]
+
+
+# --- Serializable across tables (write skew over two tables) --------------------------
+
+
+def _two_tables(s: txsql.Session) -> None:
+    s.sql("CREATE TABLE a (id INT); INSERT INTO a VALUES (1)")
+    s.sql("CREATE TABLE b (id INT); INSERT INTO b VALUES (1)")
+
+
+def _values(s: txsql.Session, table: str) -> list[int]:
+    return sorted(int(r[0]) for r in s.sql(f"SELECT id FROM {table}").df.collect())
+
+
+@pytest.mark.parametrize("isolation", ["Serializable", "WriteSerializable"])
+def test_write_skew_across_two_tables(s: txsql.Session, isolation: str) -> None:
+    """T1 writes count(a) + 10 into b, T2 writes count(b) + 10 into a, interleaved.
+
+    Serially the second sees the first's row: (a, b) ends as ([1, 12], [1, 11]) [T1 then
+    T2] or ([1, 11], [1, 12]) [T2 then T1]. Both committing gives ([1, 11], [1, 11]).
+    Serializable validates the read table at COMMIT, so T2 aborts; WriteSerializable
+    validates only the written table, as Delta does, and admits the skew.
+    """
+    _two_tables(s)
+    t1, t2 = s.begin(isolation), s.begin(isolation)
+    t1.sql("INSERT INTO b SELECT count(*) + 10 FROM a")
+    t2.sql("INSERT INTO a SELECT count(*) + 10 FROM b")
+    t1.commit()
+    serial = [([1, 12], [1, 11]), ([1, 11], [1, 12])]
+    if isolation == "Serializable":
+        with pytest.raises(ConcurrentAppendError, match="read by this Serializable") as e:
+            t2.commit()
+        assert e.value.winning_version == 2 and "read validation of b:" in e.value.rule
+        assert "table b, read by this Serializable transaction at version 1" in str(e.value)
+        assert not t2.is_open
+        assert (_values(s, "a"), _values(s, "b")) == ([1], [1, 11]), "T1 alone: serial"
+        assert s.table("a").version() == 1, "the aborted T2 wrote nothing to a"
+        t2 = s.begin(isolation)  # T2 re-run after T1 sees T1's row: the serial order
+        t2.sql("INSERT INTO a SELECT count(*) + 10 FROM b")
+        t2.commit()
+        assert (_values(s, "a"), _values(s, "b")) == serial[0]
+    else:
+        t2.commit()
+        final = (_values(s, "a"), _values(s, "b"))
+        assert final == ([1, 11], [1, 11]) and final not in serial, "documented write skew"
+
+
+def test_serializable_read_validation_ignores_unread_changes(s: txsql.Session) -> None:
+    """A concurrent change outside what T read (another partition) does not abort T."""
+    s.sql("CREATE TABLE p (id INT, part INT) PARTITIONED BY (part)")
+    s.sql("INSERT INTO p VALUES (1, 1), (2, 2)")
+    tx = s.begin("Serializable")
+    tx.sql("INSERT INTO t SELECT id FROM p WHERE part = 1")
+    s.sql("DELETE FROM p WHERE part = 2")
+    tx.commit()
+    assert _ids(s.sql("SELECT id FROM t")) == [1, 1]
+
+
+def test_serializable_read_only_transaction_over_two_tables(s: txsql.Session) -> None:
+    _two_tables(s)
+    tx = s.begin("Serializable")
+    assert tx.sql("SELECT count(*) FROM a").df.collect()[0][0] == 1
+    s.sql("INSERT INTO b VALUES (2)")  # b is pinned at its first read, after this commit
+    assert tx.sql("SELECT count(*) FROM b").df.collect()[0][0] == 2
+    s.sql("INSERT INTO a VALUES (2)")
+    with pytest.raises(ConcurrentAppendError, match="table a, read by"):
+        tx.commit()
+    lone = s.begin("Serializable")
+    lone.sql("SELECT count(*) FROM a").df.collect()
+    s.sql("INSERT INTO a VALUES (3)")
+    assert lone.commit().operation == "COMMIT", "one snapshot of one table is serializable"
+
+
+# --- a failed statement fails the transaction ------------------------------------------
+
+
+def _assert_aborted_then_rollback(
+    s: txsql.Session, run: Callable[[str], object], commit: Callable[[], object]
+) -> None:
+    with pytest.raises(TransactionAbortedError, match="statement 2") as refused:
+        run("INSERT INTO t VALUES (4)")
+    assert "ROLLBACK to continue" in str(refused.value)
+    with pytest.raises(TransactionAbortedError):
+        commit()
+    assert s.table("t").version() == 1 and sorted(s.table("t").to_pandas()["id"]) == [1]
+
+
+def test_failed_statement_aborts_sql_transaction(s: txsql.Session) -> None:
+    with pytest.raises(SqlError):
+        s.sql("BEGIN; INSERT INTO t VALUES (2); INSERT INTO t VALUES ('x' / 0, 1)")
+    _assert_aborted_then_rollback(s, s.sql, lambda: s.sql("COMMIT"))
+    assert s.sql("ROLLBACK").message == "nothing was written"
+    s.sql("BEGIN; INSERT INTO t VALUES (3); COMMIT")
+    assert _ids(s.sql("SELECT id FROM t")) == [1, 3], "ROLLBACK cleared the aborted state"
+
+
+def test_failed_statement_aborts_begin_handle(s: txsql.Session) -> None:
+    tx = s.begin()
+    tx.sql("INSERT INTO t VALUES (2)")
+    with pytest.raises(TxSqlError):
+        tx.sql("UPDATE t SET no_such_column = 1")
+    assert tx.aborted and "aborted" not in tx.staged_summary().split(" ")[0]
+    _assert_aborted_then_rollback(s, tx.sql, tx.commit)
+    tx.rollback()
+    assert not tx.is_open and _ids(s.sql("SELECT id FROM t")) == [1]
+
+
+def test_failed_statement_in_transaction_block(s: txsql.Session) -> None:
+    with pytest.raises(TxSqlError, match="no_such_table"), s.transaction() as tx:
+        tx.sql("INSERT INTO t VALUES (2)")
+        tx.sql("INSERT INTO no_such_table VALUES (3)")
+    assert _ids(s.sql("SELECT id FROM t")) == [1], "the block's error rolled back"
+    with pytest.raises(TransactionAbortedError, match="statement 2"), s.transaction() as tx:
+        tx.sql("INSERT INTO t VALUES (2)")
+        # swallowed: the block must still not commit the first INSERT
+        with contextlib.suppress(SqlError):
+            tx.sql("INSERT INTO t VALUES (1 / 'x', 2)")
+    assert not tx.is_open and s.table("t").version() == 1
+    assert _ids(s.sql("SELECT id FROM t")) == [1]
+
+
+@pytest.mark.parametrize("level", ["SERIALIZABLE", "WRITESERIALIZABLE"])
+def test_write_skew_through_sql_scripts(s: txsql.Session, level: str) -> None:
+    """The same skew with BEGIN ISOLATION LEVEL … scripts in two sessions (two notebooks)."""
+    _two_tables(s)
+    other = txsql.Session(spark=s.spark, warehouse=s.warehouse)
+    s.sql(f"BEGIN ISOLATION LEVEL {level}; INSERT INTO b SELECT count(*) + 10 FROM a")
+    other.sql(f"BEGIN ISOLATION LEVEL {level}; INSERT INTO a SELECT count(*) + 10 FROM b")
+    assert s.sql("COMMIT").version == 2
+    if level == "SERIALIZABLE":
+        with pytest.raises(ConcurrentAppendError, match="table b, read by this Serializable"):
+            other.sql("COMMIT")
+        assert (_values(s, "a"), _values(s, "b")) == ([1], [1, 11])
+        with pytest.raises(TransactionError, match="COMMIT without BEGIN"):
+            other.sql("COMMIT")  # the failed COMMIT ended the transaction
+    else:
+        other.sql("COMMIT")
+        assert (_values(s, "a"), _values(s, "b")) == ([1, 11], [1, 11]), "documented skew"
+
+
+def test_interrupted_statement_aborts_the_transaction(
+    s: txsql.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement stopped mid-way (Ctrl-C in a notebook) may have staged part of its work."""
+    import txsql.session as session_module
+    from txsql.planner.statements import Delete
+
+    def interrupted(*_: object) -> txsql.Result:
+        raise KeyboardInterrupt
+
+    tx = s.begin()
+    tx.sql("INSERT INTO t VALUES (2)")
+    monkeypatch.setitem(session_module._RUNNERS, Delete, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tx.sql("DELETE FROM t WHERE id = 1")
+    with pytest.raises(TransactionAbortedError, match=r"statement 2.*KeyboardInterrupt"):
+        tx.commit()
+    tx.rollback()
+    assert s.table("t").version() == 1

@@ -329,3 +329,29 @@ class CheckpointFallbackWarning(TxSqlWarning):
 
 class ChecksumUnreadableWarning(TxSqlWarning):
     """A ``.crc`` checksum file could not be parsed, so that version was not verified."""
+
+
+class TransactionAbortedError(TransactionError):
+    """A statement inside BEGIN failed, so the whole transaction is void.
+
+    Like PostgreSQL's "current transaction is aborted": every further statement and
+    COMMIT is refused until ROLLBACK, so a transaction never commits half of its work.
+
+    Attributes:
+        statement_number: 1-based position (after BEGIN) of the statement that failed.
+        cause: the first line of that statement's error.
+        failed_statement: that statement's SQL text.
+    """
+
+    default_hint = "ROLLBACK to continue; then run the transaction again."
+
+    def __init__(self, statement_number: int, cause: str, failed_statement: str = "") -> None:
+        self.statement_number = statement_number
+        self.cause = cause
+        self.failed_statement = failed_statement
+        shown = " ".join(failed_statement.split())[:60]
+        where = f" (`{shown}`)" if shown else ""
+        super().__init__(
+            f"the transaction was aborted by the error in statement {statement_number}{where}:"
+            f" {cause}; nothing will be written"
+        )

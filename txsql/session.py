@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import SqlError, TransactionError, TxSqlError
+from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner.build import build_statement
 from txsql.planner.catalog import Catalog
 from txsql.planner.command_runners import COMMAND_RUNNERS
@@ -16,7 +16,7 @@ from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.delete import run_delete
 from txsql.planner.explain import run_explain
 from txsql.planner.history import run_describe_history
-from txsql.planner.idempotent import AppWrite, run_idempotent
+from txsql.planner.idempotent import AppWrite, StatementSkipped, run_idempotent
 from txsql.planner.merge import run_merge
 from txsql.planner.params import bind_parameters
 from txsql.planner.query import run_query
@@ -40,6 +40,7 @@ from txsql.planner.writes import run_create_table, run_insert
 from txsql.result import Result
 from txsql.table import Table
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.read_validation import validate_reads
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -159,19 +160,62 @@ class Session:
         started = time.perf_counter()
         source = parsed.source
         context = context or self._context
+        explicit = context.explicit
+        control = False
         try:
             statement: Statement = build_statement(parsed.expression)
+            control = isinstance(statement, (Begin, Commit, Rollback))
             if isinstance(statement, (Begin, Commit, Rollback)):
                 result = _transaction_control(context, statement, source.text)
             else:
+                if explicit is not None:
+                    _refuse_if_aborted(explicit)
                 result = _RUNNERS[type(statement)](context, statement, source.text)
         except TxSqlError as e:
             e.locate(source.text, source.line, source.column)
+            if not control:
+                _abort(explicit, e, source.text)
             raise
         except Exception as e:
-            raise _spark_error(e, source.text, source.line, source.column) from None
+            error = _spark_error(e, source.text, source.line, source.column)
+            if not control:
+                _abort(explicit, error, source.text)
+            raise error from None
+        except BaseException as e:  # e.g. KeyboardInterrupt mid-statement: never commit half
+            if not control:
+                _abort(explicit, e, source.text)
+            raise
+        finally:
+            if explicit is not None and not control:
+                explicit.statements_run += 1
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         return result
+
+
+def _refuse_if_aborted(explicit: ExplicitTransaction) -> None:
+    """Inside an aborted transaction only ROLLBACK runs (PostgreSQL's rule)."""
+    aborted = explicit.aborted
+    if isinstance(aborted, TransactionAbortedError):
+        # A fresh error each time: the session locates it at the refused statement.
+        raise TransactionAbortedError(
+            aborted.statement_number, aborted.cause, aborted.failed_statement
+        )
+
+
+def _abort(explicit: ExplicitTransaction | None, error: BaseException, text: str) -> None:
+    """A statement inside BEGIN failed: the transaction is void until ROLLBACK.
+
+    An exactly-once skip is not a failure, and a refused statement does not re-abort.
+    """
+    if explicit is None or explicit.aborted is not None:
+        return
+    if isinstance(error, (StatementSkipped, TransactionAbortedError)):
+        return
+    message = (error.message if isinstance(error, TxSqlError) else str(error)).strip()
+    cause = message.splitlines()[0] if message else type(error).__name__
+    explicit.aborted = TransactionAbortedError(explicit.statements_run + 1, cause, text)
+    if explicit.txn is not None:
+        explicit.txn.abort()  # drop its staged actions now: nothing can commit them
 
 
 def _spark_error(error: Exception, statement: str, line: int, column: int) -> TxSqlError:
@@ -187,6 +231,35 @@ def _spark_error(error: Exception, statement: str, line: int, column: int) -> Tx
         column=column,
         hint="Fix the statement; the table is unchanged.",
     )
+
+
+def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:
+    """Serializable across tables: validate each table read but not written at COMMIT.
+
+    The written table is validated by its commit loop. Under Serializable (asked for with
+    BEGIN ISOLATION LEVEL or the written table's ``delta.isolationLevel``) every other
+    table read must be unchanged where it was read since it was pinned. WriteSerializable
+    validates only the written table, as Delta does; other tables' reads are a snapshot.
+    A read-only transaction is validated when it read two or more tables (one consistent
+    snapshot of a single table is always serializable).
+    """
+    txn = explicit.txn
+    serializable = explicit.isolation is IsolationLevel.SERIALIZABLE or (
+        txn is not None and txn.isolation_level is IsolationLevel.SERIALIZABLE
+    )
+    others = [r for root, r in explicit.reads.items() if txn is None or r is not txn]
+    if not serializable or (txn is None and len(others) < 2):
+        return
+    for reader in others:
+        validate_reads(reader, _table_label(reader.table_root, warehouse))
+
+
+def _table_label(root: str, warehouse: str) -> str:
+    """``name`` for a warehouse table, ``delta.`path``` otherwise (as users wrote it)."""
+    parent, _, name = root.rstrip("/").rpartition("/")
+    if parent.removeprefix("file:") == warehouse.rstrip("/"):
+        return name
+    return f"delta.`{root}`"
 
 
 def _transaction_control(
@@ -207,7 +280,16 @@ def _transaction_control(
             f"{'COMMIT' if isinstance(statement, Commit) else 'ROLLBACK'} without BEGIN",
             hint="Start a transaction with BEGIN.",
         )
+    if isinstance(statement, Commit):
+        _refuse_if_aborted(explicit)  # the transaction stays open (aborted) until ROLLBACK
     ctx.explicit = None
+    if isinstance(statement, Commit):
+        try:
+            validate_other_reads(explicit, ctx.catalog.warehouse)
+        except TxSqlError:
+            if explicit.txn is not None:
+                explicit.txn.rollback()  # the COMMIT failed: nothing is written
+            raise
     if isinstance(statement, Rollback) or explicit.txn is None:
         if explicit.txn is not None:
             explicit.txn.rollback()
@@ -300,10 +382,22 @@ class TransactionHandle:
     def __enter__(self) -> TransactionHandle:
         return self
 
+    @property
+    def aborted(self) -> bool:
+        """A statement failed: only :meth:`rollback` is allowed (commit is refused)."""
+        explicit = self._context.explicit
+        return explicit is not None and explicit.aborted is not None
+
     def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
         if not self.is_open:
             return
-        if exc_type is None:
-            self.commit()
-        else:
+        if exc_type is not None:
             self.rollback()
+            return
+        explicit = self._context.explicit
+        assert explicit is not None
+        if explicit.aborted is not None:
+            # The body caught a statement's error and went on: never commit the rest.
+            self.rollback()
+            _refuse_if_aborted(explicit)
+        self.commit()

@@ -11,8 +11,10 @@ differs (see their comments); 38 documents a feature txsql refuses to write.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from pyroaring import BitMap64
@@ -28,7 +30,7 @@ from txsql.errors import (
     ProtocolChangedError,
     UnsupportedFeatureError,
 )
-from txsql.log.actions import DomainMetadata, Metadata, SetTransaction
+from txsql.log.actions import AddFile, DomainMetadata, Metadata, RemoveFile, SetTransaction
 from txsql.log.codec import encode_commit
 from txsql.log.predicates import (
     TRUE,
@@ -41,6 +43,7 @@ from txsql.log.predicates import (
 )
 from txsql.log.schema import parse_schema
 from txsql.storage import LogStore, MemoryFileIO
+from txsql.txn.readset import norm_path
 from txsql.txn.transaction import Transaction
 
 OK = None  # expected outcome: our transaction commits
@@ -608,10 +611,61 @@ def _cases() -> list[object]:
 NESTED_SCENARIOS = {20, 21, 22}
 
 
+class RowLab(Lab):
+    """A Lab that remembers which ids each data file holds, to read the table's rows."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.ids: dict[str, list[int]] = {}
+        super().__init__(*args, **kwargs)
+
+    def file(self, name: str, ids: Iterable[int], *args: Any, **kwargs: Any) -> AddFile:
+        ids = list(ids)
+        add = super().file(name, ids, *args, **kwargs)
+        self.ids[norm_path(add.path)] = ids
+        return add
+
+    def rows(self, files: Iterable[AddFile]) -> Counter[int]:
+        """The live ids of ``files``: each file's ids minus the rows its DV deletes."""
+        out: Counter[int] = Counter()
+        for f in files:
+            dead = self.deleted_rows(f)
+            ids = self.ids[norm_path(f.path)]
+            out.update(i for index, i in enumerate(ids) if index not in dead)
+        return out
+
+    def table_rows(self, version: int | None = None) -> Counter[int]:
+        return self.rows(self.log.snapshot(version).files)
+
+
+def _our_effect(lab: RowLab, ours: Transaction) -> tuple[Counter[int], Counter[int]]:
+    """The ids our staged actions delete and add, judged on our own read snapshot.
+
+    Per file: the rows live before our actions and not after are deleted, the others
+    added; a DV update thus deletes exactly the rows it marks (independent of any rebase).
+    """
+    snapshot = ours.snapshot()
+    live = {norm_path(f.path): f for f in (snapshot.files if snapshot else ())}
+    old: dict[str, Counter[int]] = {}
+    new: dict[str, Counter[int]] = {}
+    for action in ours.staged:
+        path = norm_path(action.path) if isinstance(action, (AddFile, RemoveFile)) else None
+        if isinstance(action, RemoveFile) and path in live:
+            old[path] = lab.rows([live[path]])
+        elif isinstance(action, AddFile) and path is not None:
+            new[path] = lab.rows([action])
+    deleted: Counter[int] = Counter()
+    added: Counter[int] = Counter()
+    for path in old.keys() | new.keys():
+        before, after = old.get(path, Counter()), new.get(path, Counter())
+        deleted += before - after
+        added += after - before
+    return deleted, added
+
+
 @pytest.mark.parametrize(("sc", "level", "mode", "expected"), _cases())
 def test_scenario(sc: Scenario, level: str, mode: str, expected: Outcome) -> None:
     columns = NESTED if sc.number in NESTED_SCENARIOS else None
-    lab = Lab(
+    lab = RowLab(
         sc.partitioned,
         columns=columns,
         dv=sc.dv,
@@ -626,14 +680,21 @@ def test_scenario(sc: Scenario, level: str, mode: str, expected: Outcome) -> Non
     ours = sc.run(lab)
     before = lab.log.latest_version()
     assert before is not None
+    rows_before = lab.table_rows(before)
+    deleted, added = _our_effect(lab, ours)
     if expected is None:
         result = ours.commit("TEST")
         assert result.version == before + 1
         assert result.read_version is not None and result.read_version < before + 1
+        # Serial order "winner, then ours" (a blind-append winner commutes with us): every
+        # row we deleted still existed after the winner, and nothing else changed.
+        assert not deleted - rows_before, "we deleted rows the winner had already deleted"
+        assert lab.table_rows() == rows_before - deleted + added
     else:
         with pytest.raises(expected) as info:
             ours.commit("TEST")
         assert lab.log.latest_version() == before, "the loser wrote nothing"
+        assert lab.table_rows() == rows_before, "the table holds the winner's rows only"
         if isinstance(info.value, CommitConflictError):
             assert info.value.winning_version == before
             assert info.value.rule and info.value.hint

@@ -190,3 +190,52 @@ def test_in_commit_timestamps_are_monotonic() -> None:
         stamps.append(_commit_info(log, i + 1).in_commit_timestamp)
     assert all(s is not None for s in stamps)
     assert stamps == sorted(stamps) and len(set(stamps)) == 3
+
+
+# --- read-only validation (Serializable across tables) and aborted transactions ---------
+
+
+def test_validate_reads_checks_winners_since_the_pinned_version() -> None:
+    from tests.txn.harness import Lab
+    from txsql.log.predicates import Column, Comparison, Literal
+    from txsql.txn.read_validation import validate_reads
+
+    lab = Lab(("x",), row_level=False)
+    one = lab.file("one", range(3), {"x": "1"})
+    lab.commit([one], blind=True)
+    reader = lab.txn()
+    reader.record_scan(Comparison("=", Column("x"), Literal(1)), [one])
+    assert validate_reads(reader) == 0, "nothing committed since the pin"
+    lab.commit([lab.file("two", range(3), {"x": "2"})], blind=True)
+    assert validate_reads(reader, "t") == 1, "an append to another partition is no conflict"
+    lab.commit([lab.file("more", range(3), {"x": "1"})], blind=True)
+    with pytest.raises(ConcurrentAppendError, match="table t, read by this Serializable") as e:
+        validate_reads(reader, "t")
+    assert e.value.winning_version == lab.log.latest_version()
+    assert "read validation of t" in e.value.rule
+    assert reader.staged == (), "a read-only view stages nothing"
+
+
+def test_validate_reads_catches_a_removed_read_file() -> None:
+    from tests.txn.harness import Lab
+    from txsql.txn.read_validation import validate_reads
+
+    lab = Lab()
+    one = lab.file("one", range(3))
+    lab.commit([one], blind=True)
+    reader = lab.txn()
+    reader.mark_files_read([one.path])
+    lab.commit([lab.remove(one)], "DELETE")
+    with pytest.raises(ConcurrentDeleteReadError):
+        validate_reads(reader)
+
+
+def test_aborted_transaction_refuses_commit(log: DeltaLog) -> None:
+    txn = Transaction(log)
+    txn.stage([_add("a.parquet")])
+    txn.abort()
+    assert txn.state == "aborted" and txn.staged == ()
+    with pytest.raises(TransactionError, match="already aborted"):
+        txn.commit("WRITE")
+    txn.rollback()
+    assert txn.state == "rolled back"

@@ -65,6 +65,8 @@ class NamedSessions:
         parts = [name]
         read_version = getattr(handle, "read_version", None)
         parts.append(f"snapshot v{read_version}" if read_version is not None else "no snapshot yet")
+        if getattr(handle, "aborted", False):
+            parts.append("aborted by an error: ROLLBACK to continue")
         summary = _staged(handle)
         if summary:
             parts.append(summary)

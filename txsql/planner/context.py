@@ -47,6 +47,10 @@ class ExplicitTransaction:
     # Tables read before (or besides) the one written: each pinned at its first read, so
     # a transaction's reads are repeatable even before its first write binds it.
     reads: dict[str, Transaction] = field(default_factory=dict)
+    # Statements run since BEGIN, and the error that voided the transaction (the session
+    # refuses everything but ROLLBACK once it is set).
+    statements_run: int = 0
+    aborted: Exception | None = None
 
     @property
     def read_version(self) -> int | None:
@@ -119,8 +123,8 @@ class RunContext:
         """Inside BEGIN: the transaction a read of ``log``'s table joins (None outside).
 
         The written table's reads join the writing transaction; any other table (or
-        every table before the first write) gets one pinned at its first read. Only the
-        written table's reads are validated at COMMIT.
+        every table before the first write) gets one pinned at its first read. COMMIT
+        validates the written table's reads; under Serializable the others' too.
         """
         explicit = self.explicit
         if explicit is None:

@@ -230,9 +230,17 @@ class Transaction:
         self._staged.clear()
         self._state = "rolled back"
 
+    def abort(self) -> None:
+        """A statement of the transaction failed: drop everything staged, refuse a commit.
+
+        Only :meth:`rollback` (which is then a no-op on the log) is still allowed.
+        """
+        self._staged.clear()
+        self._state = "aborted"
+
     @property
     def state(self) -> str:
-        """``open``, ``committed``, ``skipped``, ``rolled back`` or ``failed``."""
+        """``open``, ``committed``, ``skipped``, ``rolled back``, ``aborted`` or ``failed``."""
         return self._state
 
     def __enter__(self) -> Transaction:

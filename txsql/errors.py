@@ -116,6 +116,38 @@ class InvalidTablePropertyError(TxSqlError):
     """A table property has an unknown key or an invalid value."""
 
 
+class DataFileError(StorageError):
+    """A data file the log references is missing, truncated or not valid Parquet."""
+
+    default_hint = (
+        "The file was damaged or deleted outside the log. Restore it from a backup, or "
+        "RESTORE the table to a version that does not reference it (DESCRIBE HISTORY lists "
+        "the versions)."
+    )
+
+
+class AppendOnlyTableError(TxSqlError):
+    """A statement would remove or change rows of a ``delta.appendOnly`` table."""
+
+    default_hint = (
+        "This table only accepts appends (INSERT INTO). To change existing rows, first run "
+        "ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')."
+    )
+
+
+class RestoreError(VersionNotFoundError):
+    """The version to restore cannot be rebuilt because its files are gone."""
+
+    default_hint = (
+        "VACUUM deleted files of that version. Restore a newer version (DESCRIBE HISTORY "
+        "lists them), or recover the files from a backup."
+    )
+
+
+class RetentionTooShortError(TxSqlError):
+    """VACUUM RETAIN is shorter than the table's deleted-file retention."""
+
+
 # --- SQL front end --------------------------------------------------------------------
 
 
@@ -141,6 +173,15 @@ class SqlParseError(SqlError):
     """The SQL text is not valid."""
 
     default_hint = "Check the syntax near the position shown."
+
+
+class ExpressionTooDeepError(SqlError):
+    """An expression is nested too deeply to plan (e.g. thousands of parentheses)."""
+
+    default_hint = (
+        "Flatten the expression: write long OR/AND chains without extra parentheses, or use "
+        "IN (...) for many alternatives."
+    )
 
 
 class UnsupportedStatementError(SqlError):
@@ -233,3 +274,45 @@ class CommitRetriesExceededError(TxSqlError):
     """The commit lost more races than the configured retry limit allows."""
 
     default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
+
+
+# --- notebook magic -------------------------------------------------------------------
+
+
+class MagicUsageError(TxSqlError):
+    """The magic line itself is wrong (unknown option, bad value, missing variable)."""
+
+
+__all__ = [
+    "AppendOnlyTableError",
+    "CommitConflictError",
+    "CommitRetriesExceededError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
+    "ConcurrentTransactionError",
+    "CorruptDeletionVectorError",
+    "CorruptLogError",
+    "DataFileError",
+    "ExpressionTooDeepError",
+    "InvalidTablePropertyError",
+    "MagicUsageError",
+    "MergeCardinalityError",
+    "MetadataChangedError",
+    "ProtocolChangedError",
+    "RestoreError",
+    "RetentionTooShortError",
+    "SchemaError",
+    "SqlError",
+    "SqlParseError",
+    "StorageError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TransactionError",
+    "TxSqlError",
+    "UnsupportedFeatureError",
+    "UnsupportedStatementError",
+    "UnsupportedStorageError",
+    "VersionExistsError",
+    "VersionNotFoundError",
+]

@@ -263,7 +263,13 @@ def _drop_deleted(
         }
     )
     names = (h.dv_key, h.dv_path, h.dv_row)
-    cache_key = (id(spark), root, long_keys, names, tuple((f.spark_path, f.add.dv_id) for f in files))
+    cache_key = (
+        id(spark),
+        root,
+        long_keys,
+        names,
+        tuple((f.spark_path, f.add.dv_id) for f in files),
+    )
     rows = _DV_CACHE.get(cache_key)
     if rows is None:
         source = spark.createDataFrame(descriptors)
@@ -436,9 +442,7 @@ def _output_columns(schema: TableSchema, with_row_ids: bool, h: _Helpers) -> lis
     return out
 
 
-def _empty(
-    spark: SparkSession, schema: TableSchema, with_row_ids: bool, h: _Helpers
-) -> DataFrame:
+def _empty(spark: SparkSession, schema: TableSchema, with_row_ids: bool, h: _Helpers) -> DataFrame:
     fields = list(schema.logical.fields)
     if with_row_ids:
         fields += [

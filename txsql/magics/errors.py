@@ -13,16 +13,17 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from txsql.errors import CommitConflictError, SqlError, SqlParseError, TxSqlError
+from txsql.errors import (
+    CommitConflictError,
+    SqlError,
+    SqlParseError,
+    TxSqlError,
+)
 from txsql.magics.source import SqlSource
 
 _SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 _RED = "\x1b[1;31m"
 _RESET = "\x1b[0m"
-
-
-class MagicUsageError(TxSqlError):
-    """The magic line itself is wrong (unknown option, bad value, missing variable)."""
 
 
 class CellErrorMixin:

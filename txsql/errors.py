@@ -179,8 +179,8 @@ class ExpressionTooDeepError(SqlError):
     """An expression is nested too deeply to plan (e.g. thousands of parentheses)."""
 
     default_hint = (
-        "Flatten the expression: write long OR/AND chains without extra parentheses, or use "
-        "IN (...) for many alternatives."
+        "Nest fewer levels (about 40 levels of parentheses parse): long OR/AND chains need "
+        "no extra parentheses, and IN (...) lists many alternatives."
     )
 
 

@@ -20,7 +20,9 @@ _WORKER_ERROR = re.compile(
     r"txsql\.errors\.(?P<cls>\w+): (?P<message>[^\n]*)(?:\nHow to fix: (?P<hint>[^\n]*))?"
 )
 # Spark's messages for a data file it cannot read, and where they name the file.
-_READ_FAILED = re.compile(r"FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s")
+_READ_FAILED = re.compile(
+    r"FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s"
+)
 _PATH_NOT_FOUND = re.compile(r"PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?\s")
 _FILE_NOT_FOUND = re.compile(r"java\.io\.FileNotFoundException: (?:File )?(\S+)")
 _CAUSE = re.compile(r"Caused by: [\w.$]+: ([^\n]+)")

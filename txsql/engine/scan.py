@@ -52,6 +52,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.engine.failures import typed_engine_error
 from txsql.engine.names import fresh_names
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.errors import TxSqlError
@@ -288,6 +289,8 @@ def _drop_deleted(
         rows = source.mapInArrow(_expander(root, long_keys, names), out)
         cardinality = sum(_dv(f).cardinality for f in files)
         rows = _DV_CACHE.put(cache_key, rows, cardinality)
+        if _DV_CACHE.get(cache_key) is rows:
+            _expand_now(rows, cache_key)
     if long_keys:
         return df.join(F.broadcast(rows), F.col(h.dv_key) == _row_key(h), "left_anti")
     cond = (F.col(h.key) == F.col(h.dv_path)) & (F.col(h.row) == F.col(h.dv_row))
@@ -317,6 +320,12 @@ class _DeletedRowsCache:
             self._entries.move_to_end(key)
             return hit[0]
 
+    def discard(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            hit = self._entries.pop(key, None)
+        if hit is not None:
+            hit[0].unpersist()
+
     def put(self, key: tuple[Any, ...], rows: DataFrame, count: int) -> DataFrame:
         if count > self._max_rows:
             return rows
@@ -332,6 +341,23 @@ class _DeletedRowsCache:
 
 
 _DV_CACHE = _DeletedRowsCache()
+
+
+def _expand_now(rows: DataFrame, cache_key: tuple[Any, ...]) -> None:
+    """Fill the cache entry now, so a damaged DV file fails the statement with a typed error.
+
+    Left lazy, the expansion would run inside the user's first action on the result and
+    surface as a raw worker exception there. The broadcast anti-join needs every deleted
+    row anyway, so expanding now adds one small job, no extra reading.
+    """
+    try:
+        rows.count()
+    except Exception as e:
+        _DV_CACHE.discard(cache_key)
+        typed = typed_engine_error(e)
+        if typed is None:
+            raise
+        raise typed from None
 
 
 def _dv(f: _ScanFile) -> DeletionVectorDescriptor:

@@ -50,11 +50,11 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
 
 
 def _worker_error(text: str) -> TxSqlError | None:
-    match = None
-    for match in _WORKER_ERROR.finditer(text):
-        pass  # the last one is the raise that failed the task (earlier ones are context)
-    if match is None:
+    # The last match is the raise that failed the task (earlier ones are its context).
+    matches = list(_WORKER_ERROR.finditer(text))
+    if not matches:
         return None
+    match = matches[-1]
     cls = getattr(errors, match["cls"], None)
     if not (isinstance(cls, type) and issubclass(cls, TxSqlError)):
         return None

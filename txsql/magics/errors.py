@@ -13,12 +13,8 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from txsql.errors import (
-    CommitConflictError,
-    SqlError,
-    SqlParseError,
-    TxSqlError,
-)
+from txsql.errors import CommitConflictError, SqlError, SqlParseError, TxSqlError
+from txsql.errors import MagicUsageError as MagicUsageError  # re-exported (defined there)
 from txsql.magics.source import SqlSource
 
 _SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")

@@ -98,7 +98,19 @@ class _Helpers:
         bases += ["_txsql_ck", "_txsql_file"]
         bases += [f"_txsql_p{i}" for i in range(len(schema.partition_columns))]
         names = fresh_names(bases, taken)
-        return _Helpers(*names[:7], tuple(names[7:]), file_out, row_out)
+        key, row, dv_key, dv_path, dv_row, info_key, info_file = names[:7]
+        return _Helpers(
+            key,
+            row,
+            dv_key,
+            dv_path,
+            dv_row,
+            info_key,
+            info_file,
+            tuple(names[7:]),
+            file_out,
+            row_out,
+        )
 
 
 def row_id_columns(column_names: Iterable[str]) -> tuple[str, str]:

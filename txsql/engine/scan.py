@@ -55,7 +55,7 @@ from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.engine.failures import typed_engine_error
 from txsql.engine.names import fresh_names
 from txsql.engine.schema import TableSchema, quote, table_schema
-from txsql.errors import TxSqlError
+from txsql.errors import DataFileError, TxSqlError
 from txsql.log.actions import AddFile
 
 if TYPE_CHECKING:
@@ -150,13 +150,19 @@ def scan_snapshot(
         snapshot: The table version to read.
         with_row_ids: Also return hidden ``_file`` (the add action's ``path``, as in the
             log) and ``_row_index`` (0-based physical row position in that Parquet file)
-            columns, which DML turns into deletion vectors.
+            columns, which DML turns into deletion vectors. If the table has columns of
+            those names, the hidden ones are renamed (``_file_1``...): see
+            :func:`snapshot_row_ids`. They are always the last two columns.
 
     Returns:
         The live rows, columns in schema order with logical names (then the hidden ones).
+        Helper columns used on the way are named fresh per scan, so no table column is
+        shadowed or overwritten.
 
     Raises:
-        TxSqlError: If a data file is missing or Spark would silently skip it.
+        DataFileError: If a data file is missing or Spark would silently skip it.
+        CorruptDeletionVectorError: If a deletion vector file is missing or damaged (the
+            DVs are expanded eagerly so this surfaces here, not in the caller's action).
     """
     schema = table_schema(
         snapshot.schema_json, snapshot.partition_columns, snapshot.column_mapping_mode
@@ -230,7 +236,7 @@ def _read(spark: SparkSession, schema: TableSchema, files: list[_ScanFile]) -> D
         seen[os.path.normpath(unquote(urlparse(spark_path).path))] = spark_path
     missing = [f.local_path for f in files if f.local_path not in seen]
     if missing:
-        raise TxSqlError(
+        raise DataFileError(
             f"{len(missing)} data file(s) are missing or unreadable, e.g. {missing[0]}",
             hint="Files deleted outside the log (or named with a leading '_' or '.', which "
             "Spark skips) cannot be read; RESTORE an older version or repair the table.",

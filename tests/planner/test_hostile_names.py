@@ -95,3 +95,13 @@ def test_self_join_with_same_column_names(s: txsql.Session) -> None:
     s.sql("CREATE TABLE k (x INT, y INT)")
     s.sql("INSERT INTO k SELECT a.id, b.id FROM j a JOIN j b ON a.id < b.id")
     assert _rows(s, "SELECT * FROM k") == [(1, 2)]
+
+
+def test_diff_keeps_a_column_named_like_its_marker(s: txsql.Session) -> None:
+    from txsql.magics.diff import version_diff
+
+    s.sql("CREATE TABLE d (id INT, `__txsql_change` STRING)")
+    s.sql("INSERT INTO d VALUES (1, 'a')")
+    s.sql("INSERT INTO d VALUES (2, '+')")
+    view = version_diff(s, "d", 1, 2, None)
+    assert (view.added, view.removed) == ([(2, "+")], [])

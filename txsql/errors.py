@@ -119,6 +119,38 @@ class InvalidTablePropertyError(TxSqlError):
     """A table property has an unknown key or an invalid value."""
 
 
+class DataFileError(StorageError):
+    """A data file the log references is missing, truncated or not valid Parquet."""
+
+    default_hint = (
+        "The file was damaged or deleted outside the log. Restore it from a backup, or "
+        "RESTORE the table to a version that does not reference it (DESCRIBE HISTORY lists "
+        "the versions)."
+    )
+
+
+class AppendOnlyTableError(TxSqlError):
+    """A statement would remove or change rows of a ``delta.appendOnly`` table."""
+
+    default_hint = (
+        "This table only accepts appends (INSERT INTO). To change existing rows, first run "
+        "ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')."
+    )
+
+
+class RestoreError(VersionNotFoundError):
+    """The version to restore cannot be rebuilt because its files are gone."""
+
+    default_hint = (
+        "VACUUM deleted files of that version. Restore a newer version (DESCRIBE HISTORY "
+        "lists them), or recover the files from a backup."
+    )
+
+
+class RetentionTooShortError(TxSqlError):
+    """VACUUM RETAIN is shorter than the table's deleted-file retention."""
+
+
 # --- SQL front end --------------------------------------------------------------------
 
 
@@ -144,6 +176,15 @@ class SqlParseError(SqlError):
     """The SQL text is not valid."""
 
     default_hint = "Check the syntax near the position shown."
+
+
+class ExpressionTooDeepError(SqlError):
+    """An expression is nested too deeply to plan (e.g. thousands of parentheses)."""
+
+    default_hint = (
+        "Nest fewer levels (about 40 levels of parentheses parse): long OR/AND chains need "
+        "no extra parentheses, and IN (...) lists many alternatives."
+    )
 
 
 class UnsupportedStatementError(SqlError):
@@ -355,3 +396,55 @@ class TransactionAbortedError(TransactionError):
             f"the transaction was aborted by the error in statement {statement_number}{where}:"
             f" {cause}; nothing will be written"
         )
+
+
+# --- notebook magic -------------------------------------------------------------------
+
+
+class MagicUsageError(TxSqlError):
+    """The magic line itself is wrong (unknown option, bad value, missing variable)."""
+
+
+__all__ = [
+    "AppendOnlyTableError",
+    "CharVarcharLengthError",
+    "CheckpointFallbackWarning",
+    "ChecksumMismatchError",
+    "ChecksumUnreadableWarning",
+    "CommitConflictError",
+    "CommitRetriesExceededError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
+    "ConcurrentTransactionError",
+    "CorruptDeletionVectorError",
+    "CorruptLogError",
+    "DataFileError",
+    "DiskFullError",
+    "ExpressionTooDeepError",
+    "InvalidTablePropertyError",
+    "MagicUsageError",
+    "MergeCardinalityError",
+    "MetadataChangedError",
+    "NonEmptyLocationError",
+    "ProtocolChangedError",
+    "RestoreError",
+    "RetentionTooShortError",
+    "SchemaError",
+    "SqlError",
+    "SqlParseError",
+    "StorageError",
+    "StorageWriteError",
+    "TableCreatedConcurrentlyError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TransactionAbortedError",
+    "TransactionError",
+    "TxSqlError",
+    "TxSqlWarning",
+    "UnsupportedFeatureError",
+    "UnsupportedStatementError",
+    "UnsupportedStorageError",
+    "VersionExistsError",
+    "VersionNotFoundError",
+]

@@ -35,7 +35,16 @@ class Result:
     def to_pandas(self) -> Any:
         """The rows as a pandas DataFrame (a one-row metrics frame for commits)."""
         if self.df is not None:
-            return self.df.toPandas()
+            from txsql.engine.failures import typed_engine_error
+
+            try:
+                return self.df.toPandas()
+            except Exception as e:  # a damaged data file surfaces only when rows are read
+                typed = typed_engine_error(e)
+                if typed is None:
+                    raise
+                typed.locate(self.statement, 1, 1)
+                raise typed from None
         import pandas as pd
 
         return pd.DataFrame([self.metrics])

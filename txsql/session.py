@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from txsql.engine.failures import typed_engine_error
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner.build import build_statement
 from txsql.planner.catalog import Catalog
@@ -126,9 +127,18 @@ class Session:
         """
         app = AppWrite.from_args(app_id, app_version)
         statements = self._parse(text, params)
-        return run_idempotent(
-            self._context, app, statements, self._run, lambda parsed: parsed.source.text
-        )
+        done: list[Result] = []
+
+        def run(parsed: ParsedStatement) -> Result:
+            try:
+                result = self._run(parsed)
+            except TxSqlError as e:
+                _mention_earlier_commits(e, done)
+                raise
+            done.append(result)
+            return result
+
+        return run_idempotent(self._context, app, statements, run, lambda p: p.source.text)
 
     def _parse(self, text: str, params: Mapping[str, Any] | None) -> list[ParsedStatement]:
         statements = []
@@ -219,7 +229,15 @@ def _abort(explicit: ExplicitTransaction | None, error: BaseException, text: str
 
 
 def _spark_error(error: Exception, statement: str, line: int, column: int) -> TxSqlError:
-    """Wrap an engine error so it names the statement and its cell position."""
+    """Wrap an engine error so it names the statement and its cell position.
+
+    A failure with a known cause (a damaged DV or data file, an expression too deep)
+    becomes its typed error; anything else is reported as a statement error.
+    """
+    typed = typed_engine_error(error)
+    if typed is not None:
+        typed.locate(statement, line, column)
+        return typed
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if "NOT NULL constraint violated" in str(error):
         detail = str(error).split("NOT NULL constraint violated", 1)[1].splitlines()[0]
@@ -260,6 +278,32 @@ def _table_label(root: str, warehouse: str) -> str:
     if parent.removeprefix("file:") == warehouse.rstrip("/"):
         return name
     return f"delta.`{root}`"
+
+
+_UNCHANGED = ("the table is unchanged", "nothing was committed")
+
+
+def _mention_earlier_commits(error: TxSqlError, done: list[Result]) -> None:
+    """Fix a hint claiming nothing changed when earlier statements of the script committed.
+
+    The failed statement itself changed nothing, but the script's earlier autocommitted
+    statements stand; saying "the table is unchanged" there would be false.
+    """
+    commits = [
+        f"{r.operation} {r.table or ''} v{r.version}".replace("  ", " ")
+        for r in done
+        if r.df is None and r.version is not None and r.operation != "SKIPPED"
+    ]
+    if not commits or not any(phrase in error.hint for phrase in _UNCHANGED):
+        return
+    shown = ", ".join(commits[:5]) + (f" and {len(commits) - 5} more" if len(commits) > 5 else "")
+    instead = (
+        f"this statement changed nothing, but earlier statements of the script committed "
+        f"({shown}) and stand"
+    )
+    for phrase in _UNCHANGED:
+        error.hint = error.hint.replace(phrase, instead)
+    error.args = (error._render(),)
 
 
 def _transaction_control(

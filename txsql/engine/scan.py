@@ -52,8 +52,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.engine.failures import typed_engine_error
+from txsql.engine.names import fresh_names
 from txsql.engine.schema import TableSchema, quote, table_schema
-from txsql.errors import TxSqlError
+from txsql.errors import DataFileError, TxSqlError
 from txsql.log.actions import AddFile
 
 if TYPE_CHECKING:
@@ -63,16 +65,69 @@ if TYPE_CHECKING:
 
 FILE_COLUMN = "_file"
 ROW_INDEX_COLUMN = "_row_index"
-_KEY = "_txsql_fk"
-_ROW = "_txsql_ri"
-_PART = "_txsql_p{}"
-# Columns of the small tables joined to a scan. Prefixed so they never collide with a
-# table's own columns (a user column named "k" or "_file" must survive the joins).
-_DV_KEY = "_txsql_dk"
-_DV_PATH = "_txsql_dp"
-_DV_ROW = "_txsql_dr"
-_INFO_KEY = "_txsql_ck"
-_INFO_FILE = "_txsql_file"
+# Spark's hidden per-file struct; a data column of the same name shadows it for F.col, so
+# it is always reached through DataFrame.metadataColumn.
+_METADATA = "_metadata"
+
+
+@dataclass(frozen=True)
+class _Helpers:
+    """Helper column names of one scan, fresh against the table's logical and physical names.
+
+    A user column named ``_txsql_fk`` or ``_file`` must survive the joins untouched, so no
+    helper name is fixed (see txsql/engine/names.py).
+    """
+
+    key: str
+    row: str
+    dv_key: str
+    dv_path: str
+    dv_row: str
+    info_key: str
+    info_file: str
+    parts: tuple[str, ...]
+    file_out: str
+    row_out: str
+
+    @staticmethod
+    def of(schema: TableSchema) -> _Helpers:
+        taken = [c.logical_name for c in schema.columns] + [c.physical_name for c in schema.columns]
+        file_out, row_out = row_id_columns(c.logical_name for c in schema.columns)
+        taken += [file_out, row_out]
+        bases = ["_txsql_fk", "_txsql_ri", "_txsql_dk", "_txsql_dp", "_txsql_dr"]
+        bases += ["_txsql_ck", "_txsql_file"]
+        bases += [f"_txsql_p{i}" for i in range(len(schema.partition_columns))]
+        names = fresh_names(bases, taken)
+        key, row, dv_key, dv_path, dv_row, info_key, info_file = names[:7]
+        return _Helpers(
+            key,
+            row,
+            dv_key,
+            dv_path,
+            dv_row,
+            info_key,
+            info_file,
+            tuple(names[7:]),
+            file_out,
+            row_out,
+        )
+
+
+def row_id_columns(column_names: Iterable[str]) -> tuple[str, str]:
+    """Names of the hidden file and row-index columns of a scan of a table with these columns.
+
+    ``_file`` and ``_row_index`` unless the table has columns of those names: the user's
+    columns win and the hidden ones get a suffix (``_file_1``...).
+    """
+    file_out, row_out = fresh_names([FILE_COLUMN, ROW_INDEX_COLUMN], column_names)
+    return file_out, row_out
+
+
+def snapshot_row_ids(snapshot: Snapshot) -> tuple[str, str]:
+    """:func:`row_id_columns` for a snapshot's schema."""
+    return row_id_columns(f["name"] for f in snapshot.schema_json.get("fields", []))
+
+
 _GLOB_CHARS = "\\{}[]*?"
 # DV files per expansion task: enough to amortise a Python task, few enough to parallelise.
 _DVS_PER_TASK = 32
@@ -95,19 +150,26 @@ def scan_snapshot(
         snapshot: The table version to read.
         with_row_ids: Also return hidden ``_file`` (the add action's ``path``, as in the
             log) and ``_row_index`` (0-based physical row position in that Parquet file)
-            columns, which DML turns into deletion vectors.
+            columns, which DML turns into deletion vectors. If the table has columns of
+            those names, the hidden ones are renamed (``_file_1``...): see
+            :func:`snapshot_row_ids`. They are always the last two columns.
 
     Returns:
         The live rows, columns in schema order with logical names (then the hidden ones).
+        Helper columns used on the way are named fresh per scan, so no table column is
+        shadowed or overwritten.
 
     Raises:
-        TxSqlError: If a data file is missing or Spark would silently skip it.
+        DataFileError: If a data file is missing or Spark would silently skip it.
+        CorruptDeletionVectorError: If a deletion vector file is missing or damaged (the
+            DVs are expanded eagerly so this surfaces here, not in the caller's action).
     """
     schema = table_schema(
         snapshot.schema_json, snapshot.partition_columns, snapshot.column_mapping_mode
     )
+    h = _Helpers.of(schema)
     if not snapshot.files:
-        return _empty(spark, schema, with_row_ids)
+        return _empty(spark, schema, with_row_ids, h)
     files = [_ScanFile(f, resolve_path(snapshot.table_root, f.path)) for f in snapshot.files]
     constants = with_row_ids or bool(schema.partition_columns)
     plain = [f for f in files if f.add.deletion_vector is None]
@@ -123,18 +185,18 @@ def scan_snapshot(
     for df, group in parts:
         has_dvs = group[0].add.deletion_vector is not None
         if constants or has_dvs:
-            df = df.withColumn(_KEY, _file_key(F.col("_metadata.file_path"), long_keys))
+            df = df.withColumn(h.key, _file_key(_meta(df, "file_path"), long_keys))
         if with_row_ids or has_dvs:
-            df = df.withColumn(_ROW, F.col("_metadata.row_index"))
+            df = df.withColumn(h.row, _meta(df, "row_index"))
         if has_dvs:
-            df = _drop_deleted(spark, df, group, snapshot.table_root, long_keys)
+            df = _drop_deleted(spark, df, group, snapshot.table_root, long_keys, h)
             # The plain scan lacks the helper columns the DV filter needed; align both sides.
-            df = df.drop(*([] if constants else [_KEY]), *([] if with_row_ids else [_ROW]))
+            df = df.drop(*([] if constants else [h.key]), *([] if with_row_ids else [h.row]))
         frames.append(df)
     df = reduce(lambda a, b: a.unionByName(b), frames)
     if constants:
-        df = _join_constants(spark, df, schema, scanned, long_keys, with_row_ids)
-    return df.select(_output_columns(schema, with_row_ids))
+        df = _join_constants(spark, df, schema, scanned, long_keys, with_row_ids, h)
+    return df.select(_output_columns(schema, with_row_ids, h))
 
 
 def resolve_path(table_root: str, path: str) -> str:
@@ -154,6 +216,11 @@ def resolve_path(table_root: str, path: str) -> str:
     raise TxSqlError(f"data file {path!r} is not on the local file system")
 
 
+def _meta(df: DataFrame, field: str) -> Column:
+    # Not F.col("_metadata.x"): a data column named _metadata would shadow Spark's struct.
+    return df.metadataColumn(_METADATA).getField(field)
+
+
 def _file_key(path: Column, long_keys: bool) -> Column:
     return F.crc32(path.cast("binary")) if long_keys else path
 
@@ -169,7 +236,7 @@ def _read(spark: SparkSession, schema: TableSchema, files: list[_ScanFile]) -> D
         seen[os.path.normpath(unquote(urlparse(spark_path).path))] = spark_path
     missing = [f.local_path for f in files if f.local_path not in seen]
     if missing:
-        raise TxSqlError(
+        raise DataFileError(
             f"{len(missing)} data file(s) are missing or unreadable, e.g. {missing[0]}",
             hint="Files deleted outside the log (or named with a leading '_' or '.', which "
             "Spark skips) cannot be read; RESTORE an older version or repair the table.",
@@ -187,7 +254,12 @@ def _escape_glob(path: str) -> str:
 
 
 def _drop_deleted(
-    spark: SparkSession, df: DataFrame, files: list[_ScanFile], root: str, long_keys: bool
+    spark: SparkSession,
+    df: DataFrame,
+    files: list[_ScanFile],
+    root: str,
+    long_keys: bool,
+    h: _Helpers,
 ) -> DataFrame:
     """Anti-join ``df`` with the deleted rows of ``files``, expanded on the executors."""
     descriptors = pa.table(
@@ -209,7 +281,14 @@ def _drop_deleted(
             ),
         }
     )
-    cache_key = (id(spark), root, long_keys, tuple((f.spark_path, f.add.dv_id) for f in files))
+    names = (h.dv_key, h.dv_path, h.dv_row)
+    cache_key = (
+        id(spark),
+        root,
+        long_keys,
+        names,
+        tuple((f.spark_path, f.add.dv_id) for f in files),
+    )
     rows = _DV_CACHE.get(cache_key)
     if rows is None:
         source = spark.createDataFrame(descriptors)
@@ -217,20 +296,22 @@ def _drop_deleted(
         if tasks > 1:
             source = source.repartition(tasks)
         if long_keys:
-            out = StructType([StructField(_DV_KEY, LongType(), False)])
+            out = StructType([StructField(h.dv_key, LongType(), False)])
         else:
             out = StructType(
                 [
-                    StructField(_DV_PATH, StringType(), False),
-                    StructField(_DV_ROW, LongType(), False),
+                    StructField(h.dv_path, StringType(), False),
+                    StructField(h.dv_row, LongType(), False),
                 ]
             )
-        rows = source.mapInArrow(_expander(root, long_keys), out)
+        rows = source.mapInArrow(_expander(root, long_keys, names), out)
         cardinality = sum(_dv(f).cardinality for f in files)
         rows = _DV_CACHE.put(cache_key, rows, cardinality)
+        if _DV_CACHE.get(cache_key) is rows:
+            _expand_now(rows, cache_key)
     if long_keys:
-        return df.join(F.broadcast(rows), F.col(_DV_KEY) == _row_key(), "left_anti")
-    cond = (F.col(_KEY) == F.col(_DV_PATH)) & (F.col(_ROW) == F.col(_DV_ROW))
+        return df.join(F.broadcast(rows), F.col(h.dv_key) == _row_key(h), "left_anti")
+    cond = (F.col(h.key) == F.col(h.dv_path)) & (F.col(h.row) == F.col(h.dv_row))
     return df.join(F.broadcast(rows), cond, "left_anti")
 
 
@@ -257,6 +338,12 @@ class _DeletedRowsCache:
             self._entries.move_to_end(key)
             return hit[0]
 
+    def discard(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            hit = self._entries.pop(key, None)
+        if hit is not None:
+            hit[0].unpersist()
+
     def put(self, key: tuple[Any, ...], rows: DataFrame, count: int) -> DataFrame:
         if count > self._max_rows:
             return rows
@@ -274,18 +361,35 @@ class _DeletedRowsCache:
 _DV_CACHE = _DeletedRowsCache()
 
 
+def _expand_now(rows: DataFrame, cache_key: tuple[Any, ...]) -> None:
+    """Fill the cache entry now, so a damaged DV file fails the statement with a typed error.
+
+    Left lazy, the expansion would run inside the user's first action on the result and
+    surface as a raw worker exception there. The broadcast anti-join needs every deleted
+    row anyway, so expanding now adds one small job, no extra reading.
+    """
+    try:
+        rows.count()
+    except Exception as e:
+        _DV_CACHE.discard(cache_key)
+        typed = typed_engine_error(e)
+        if typed is None:
+            raise
+        raise typed from None
+
+
 def _dv(f: _ScanFile) -> DeletionVectorDescriptor:
     assert f.add.deletion_vector is not None  # only files with DVs reach the DV filter
     return f.add.deletion_vector
 
 
-def _row_key() -> Column:
+def _row_key(h: _Helpers) -> Column:
     # crc32 < 2**32 and row indexes < 2**32, so (crc << 32) | row is injective.
-    return F.shiftleft(F.col(_KEY), 32).bitwiseOR(F.col(_ROW))
+    return F.shiftleft(F.col(h.key), 32).bitwiseOR(F.col(h.row))
 
 
 def _expander(
-    root: str, long_keys: bool
+    root: str, long_keys: bool, names: tuple[str, str, str]
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function turning DV descriptors into deleted-row keys (executor side)."""
 
@@ -297,6 +401,7 @@ def _expander(
         from txsql.storage.filesystem import LocalFileIO
 
         fs = LocalFileIO()
+        dv_key, dv_path, dv_row = names
         for batch in batches:
             cols = batch.to_pydict()
             for i in range(batch.num_rows):
@@ -314,11 +419,11 @@ def _expander(
                 if long_keys:
                     crc = np.int64(zlib.crc32(path.encode("utf-8")))
                     keys = np.left_shift(crc, np.int64(32)) | rows
-                    yield pa.RecordBatch.from_arrays([pa.array(keys)], names=[_DV_KEY])
+                    yield pa.RecordBatch.from_arrays([pa.array(keys)], names=[dv_key])
                 else:
                     paths = pa.array([path] * len(rows), pa.string())
                     yield pa.RecordBatch.from_arrays(
-                        [paths, pa.array(rows)], names=[_DV_PATH, _DV_ROW]
+                        [paths, pa.array(rows)], names=[dv_path, dv_row]
                     )
 
     return expand
@@ -331,28 +436,29 @@ def _join_constants(
     files: Sequence[_ScanFile],
     long_keys: bool,
     with_row_ids: bool,
+    h: _Helpers,
 ) -> DataFrame:
     """Attach partition values (typed, from the log) and ``_file`` by a broadcast join."""
     table: dict[str, pa.Array] = {}
     if long_keys:
         crcs = [zlib.crc32(f.spark_path.encode("utf-8")) for f in files]
-        table[_INFO_KEY] = pa.array(crcs, pa.int64())
+        table[h.info_key] = pa.array(crcs, pa.int64())
     else:
-        table[_INFO_KEY] = pa.array([f.spark_path for f in files], pa.string())
-    table[_INFO_FILE] = pa.array([f.add.path for f in files], pa.string())
+        table[h.info_key] = pa.array([f.spark_path for f in files], pa.string())
+    table[h.info_file] = pa.array([f.add.path for f in files], pa.string())
     for i, column in enumerate(schema.partition_columns):
         values = [_partition_text(f.add, column.physical_name) for f in files]
-        table[_PART.format(i)] = pa.array(values, pa.string())
+        table[h.parts[i]] = pa.array(values, pa.string())
     info = spark.createDataFrame(pa.table(table))
-    typed = [F.col(_INFO_KEY), F.col(_INFO_FILE)] + [
-        F.col(_PART.format(i)).cast(c.logical_type).alias(_PART.format(i))
+    typed = [F.col(h.info_key), F.col(h.info_file)] + [
+        F.col(h.parts[i]).cast(c.logical_type).alias(h.parts[i])
         for i, c in enumerate(schema.partition_columns)
     ]
     info = info.select(typed)
     if not with_row_ids:
-        info = info.drop(_INFO_FILE)
-    joined = df.join(F.broadcast(info), F.col(_KEY) == F.col(_INFO_KEY), "inner")
-    return joined.drop(_INFO_KEY)
+        info = info.drop(h.info_file)
+    joined = df.join(F.broadcast(info), F.col(h.key) == F.col(h.info_key), "inner")
+    return joined.drop(h.info_key)
 
 
 def _partition_text(add: AddFile, physical_name: str) -> str | None:
@@ -366,25 +472,25 @@ def _partition_text(add: AddFile, physical_name: str) -> str | None:
     return text if text else None
 
 
-def _output_columns(schema: TableSchema, with_row_ids: bool) -> list[Column]:
+def _output_columns(schema: TableSchema, with_row_ids: bool, h: _Helpers) -> list[Column]:
     out: list[Column] = []
     partitions = {c.logical_name: i for i, c in enumerate(schema.partition_columns)}
     for column in schema.columns:
         if column.is_partition:
             index = partitions[column.logical_name]
-            out.append(F.col(_PART.format(index)).alias(column.logical_name))
+            out.append(F.col(h.parts[index]).alias(column.logical_name))
         else:
             out.append(schema.logical_data_column(column, F.col(quote(column.physical_name))))
     if with_row_ids:
-        out += [F.col(_INFO_FILE).alias(FILE_COLUMN), F.col(_ROW).alias(ROW_INDEX_COLUMN)]
+        out += [F.col(h.info_file).alias(h.file_out), F.col(h.row).alias(h.row_out)]
     return out
 
 
-def _empty(spark: SparkSession, schema: TableSchema, with_row_ids: bool) -> DataFrame:
+def _empty(spark: SparkSession, schema: TableSchema, with_row_ids: bool, h: _Helpers) -> DataFrame:
     fields = list(schema.logical.fields)
     if with_row_ids:
         fields += [
-            StructField(FILE_COLUMN, StringType(), False),
-            StructField(ROW_INDEX_COLUMN, LongType(), False),
+            StructField(h.file_out, StringType(), False),
+            StructField(h.row_out, LongType(), False),
         ]
     return spark.createDataFrame([], StructType(fields))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from txsql.engine.names import fresh_name
 from txsql.errors import SqlError
 from txsql.magics.errors import MagicUsageError
 from txsql.magics.render import (
@@ -22,7 +23,7 @@ from txsql.magics.render import (
     value_html,
 )
 
-CHANGE = "__txsql_change"
+CHANGE = "__txsql_change"  # base name of the +/- column
 
 
 def parse_diff_args(words: list[str]) -> tuple[str, int | None, int | None]:
@@ -74,9 +75,10 @@ def version_diff(
         )
     from pyspark.sql import functions as F
 
-    added = after.exceptAll(before).select(F.lit("+").alias(CHANGE), "*")
-    removed = before.exceptAll(after).select(F.lit("-").alias(CHANGE), "*")
-    changes = added.unionByName(removed)
+    change = fresh_name(CHANGE, before.columns)  # a table column may be "__txsql_change"
+    added = after.exceptAll(before).select(F.lit("+").alias(change), "*")
+    removed = before.exceptAll(after).select(F.lit("-").alias(change), "*")
+    changes = added.union(removed)  # same columns in the same order
     columns = tuple(Column(f.name, f.dataType.simpleString()) for f in before.schema)
     try:
         rows = changes.take(limit + 1) if limit is not None else changes.collect()

@@ -14,15 +14,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from txsql.errors import CommitConflictError, SqlError, SqlParseError, TxSqlError
+from txsql.errors import MagicUsageError as MagicUsageError  # re-exported (defined there)
 from txsql.magics.source import SqlSource
 
 _SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 _RED = "\x1b[1;31m"
 _RESET = "\x1b[0m"
-
-
-class MagicUsageError(TxSqlError):
-    """The magic line itself is wrong (unknown option, bad value, missing variable)."""
 
 
 class CellErrorMixin:
@@ -151,11 +148,17 @@ def shorten_files(files: Sequence[str], keep: int = 5) -> list[str]:
     return names
 
 
-def engine_error(error: Exception, statement: str, line: int, column: int) -> SqlError:
+def engine_error(error: Exception, statement: str, line: int, column: int) -> TxSqlError:
     """Wrap a Spark error raised outside the session (e.g. while fetching rows).
 
     Spark's first message line is kept; it is mapped to the statement's cell position.
     """
+    from txsql.engine.failures import typed_engine_error
+
+    typed = typed_engine_error(error)
+    if typed is not None:  # a damaged DV or data file: its own type and hint
+        typed.locate(statement, line, column)
+        return typed
     text = str(error).strip()
     first = text.splitlines()[0] if text else type(error).__name__
     return SqlError(

@@ -28,7 +28,10 @@ def conform_to_schema(
 
     schema = StructType.fromJson(schema_json)
     target_names = [f.name for f in schema.fields]
-    source = df.columns
+    # Query columns are matched by position, as Spark does: rename them to unique names so
+    # duplicate output names (INSERT ... SELECT 2, 'c', 2) are never ambiguous.
+    source = [f"_c{i}" for i in range(len(df.columns))]
+    df = df.toDF(*source)
     if columns is None:
         if len(source) != len(target_names):
             raise SchemaError(

@@ -29,6 +29,9 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.engine.names import fresh_names
+from txsql.engine.scan import snapshot_row_ids
+from txsql.engine.schema import quote
 from txsql.errors import TxSqlError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile
@@ -40,9 +43,7 @@ if TYPE_CHECKING:
 
     from txsql.planner.context import RunContext
 
-FILE = "_file"
-ROW_INDEX = "_row_index"
-# Column names of expanded deleted rows; unlikely to collide with table columns.
+# Bases of the column names of expanded deleted rows (made fresh against the scan's).
 _DEL_PATH = "_txsql_deleted_file"
 _DEL_ROW = "_txsql_deleted_row"
 # What each executor task returns per touched file.
@@ -141,7 +142,9 @@ def mark_rows_deleted(
     Args:
         ctx: The statement's context (its Spark session).
         snapshot: The snapshot the rows were read from (with staged writes, if any).
-        matched: ``_file`` (AddFile.path as in the log) and ``_row_index`` per row to
+        matched: The hidden file (AddFile.path as in the log) and row-index columns of a
+            scan of ``snapshot`` (named by :func:`~txsql.engine.scan.snapshot_row_ids`,
+            ``_file`` / ``_row_index`` unless the table has such columns) per row to
             delete; duplicates are harmless. Evaluated exactly once.
         candidates: The files ``matched`` can name (default: every file of the snapshot);
             passing the scanned files keeps the task closure small.
@@ -170,9 +173,10 @@ def mark_rows_deleted(
             )
         info[f.path] = (total, fields, dv_ok and total is not None)
     root = snapshot.table_root
+    file_column, row_column = snapshot_row_ids(snapshot)
     results = (
-        matched.select(FILE, ROW_INDEX)
-        .repartition(FILE)
+        matched.select(quote(file_column), quote(row_column))
+        .repartition(quote(file_column))
         .mapInArrow(_bitmap_task(root, info), _RESULT_DDL)
         .collect()
     )
@@ -237,12 +241,16 @@ def _copy_on_write(
     bitmaps = pa.table(
         {"p": [add.path for add, _ in rewrite], "b": [rows.serialize() for _, rows in rewrite]}
     )
-    deleted = spark.createDataFrame(bitmaps).mapInArrow(
-        _expand_task, f"{_DEL_PATH} string, {_DEL_ROW} bigint"
-    )
     scan = scan_snapshot(spark, replace(snapshot, files=files), with_row_ids=True)
-    condition = (scan[FILE] == deleted[_DEL_PATH]) & (scan[ROW_INDEX] == deleted[_DEL_ROW])
-    kept = scan.join(deleted, condition, "left_anti").drop(FILE, ROW_INDEX)
+    file_column, row_column = snapshot_row_ids(snapshot)
+    del_path, del_row = fresh_names([_DEL_PATH, _DEL_ROW], scan.columns)
+    deleted = spark.createDataFrame(bitmaps).mapInArrow(
+        _expand_task(del_path, del_row), f"{quote(del_path)} string, {quote(del_row)} bigint"
+    )
+    condition = (scan[quote(file_column)] == deleted[quote(del_path)]) & (
+        scan[quote(row_column)] == deleted[quote(del_row)]
+    )
+    kept = scan.join(deleted, condition, "left_anti").drop(file_column, row_column)
     adds = write_data_files(spark, kept, snapshot.table_root, snapshot.metadata)
     outcome.written_paths += [resolve_path(snapshot.table_root, a.path) for a in adds]
     for add in files:
@@ -255,16 +263,24 @@ def _copy_on_write(
     outcome.rewrite_time_ms += int((time.perf_counter() - started) * 1000)
 
 
-def _expand_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _expand_task(
+    path_name: str, row_name: str
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Executor side: (path, serialized bitmap) -> one (path, row index) row per row."""
-    import numpy as np
 
-    for batch in batches:
-        cols = batch.to_pydict()
-        for path, data in zip(cols["p"], cols["b"]):
-            rows = np.asarray(BitMap64.deserialize(data).to_array(), dtype=np.int64)
-            paths = pa.array([path] * len(rows), pa.string())
-            yield pa.RecordBatch.from_arrays([paths, pa.array(rows)], names=[_DEL_PATH, _DEL_ROW])
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+
+        for batch in batches:
+            cols = batch.to_pydict()
+            for path, data in zip(cols["p"], cols["b"]):
+                rows = np.asarray(BitMap64.deserialize(data).to_array(), dtype=np.int64)
+                paths = pa.array([path] * len(rows), pa.string())
+                yield pa.RecordBatch.from_arrays(
+                    [paths, pa.array(rows)], names=[path_name, row_name]
+                )
+
+    return run
 
 
 def _bitmap_task(

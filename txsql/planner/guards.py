@@ -6,19 +6,10 @@ commit without an import cycle.
 
 from __future__ import annotations
 
-from txsql.errors import TxSqlError
+from txsql.errors import AppendOnlyTableError
 from txsql.log import properties
 from txsql.log.actions import RemoveFile
 from txsql.txn.transaction import Transaction
-
-
-class AppendOnlyTableError(TxSqlError):
-    """A statement would remove or change rows of a ``delta.appendOnly`` table."""
-
-    default_hint = (
-        "This table only accepts appends (INSERT INTO). To change existing rows, first run "
-        "ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')."
-    )
 
 
 def check_append_only(txn: Transaction, operation: str) -> None:

@@ -9,6 +9,7 @@ the touched target rows, the matched ones and the rows to insert.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,19 +20,24 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 from pyspark.sql import functions as F
 
-from txsql.errors import MergeCardinalityError
+from txsql.engine.scan import row_id_columns
+from txsql.errors import MergeCardinalityError, SchemaError
 from txsql.planner.merge_plan import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergePlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-FILE = "__txsql_file"
-ROW = "__txsql_row"
-ACTION = "__txsql_action"
-MATCHED_FLAG = "__txsql_matched"
-SOURCE_PRESENT = "__txsql_source"
+# Helper columns live next to every target and source column. A per-process random tag
+# keeps them apart from any user column (a source may be any query, so no fixed name is
+# safe); classify() still checks, so a clash is an error, never a silently wrong MERGE.
+_TAG = uuid.uuid4().hex[:8]
+FILE = f"__txsql_file_{_TAG}"
+ROW = f"__txsql_row_{_TAG}"
+ACTION = f"__txsql_action_{_TAG}"
+MATCHED_FLAG = f"__txsql_matched_{_TAG}"
+SOURCE_PRESENT = f"__txsql_source_{_TAG}"
 _SOURCE_ROW = -99  # action of the source row count in summarize()
-_N = "__txsql_n"
+_N = f"__txsql_n_{_TAG}"
 _SUMMARY = pa.schema(
     [
         ("path", pa.string()),
@@ -73,11 +79,13 @@ def classify(
 
     Args:
         plan: The resolved MERGE.
-        target: The target scan with ``_file`` and ``_row_index``.
+        target: The target scan, its hidden file and row-index columns last.
         source: The (persisted) source with :data:`SOURCE_PRESENT`.
         column_types: Target column -> Spark SQL type, for the assignment casts.
     """
-    target = target.withColumnRenamed("_file", FILE).withColumnRenamed("_row_index", ROW)
+    _check_helper_names([*target.columns, *source.columns])
+    # scan_snapshot puts the hidden columns last; their names depend on the table's columns.
+    target = target.toDF(*target.columns[:-2], FILE, ROW)
     tgt = target.alias(plan.target_alias)
     src = source.alias(plan.source_alias)
     on = F.expr(plan.on)
@@ -258,7 +266,18 @@ def changed_target_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:
     changing = plan.indexes(MATCHED, ("update", "delete")) + plan.indexes(
         NOT_MATCHED_BY_SOURCE, ("update", "delete")
     )
+    file_column, row_column = row_id_columns(plan.target_columns)
     ids = rows.filter(F.col(ACTION).isin(changing)).select(
-        F.col(FILE).alias("_file"), F.col(ROW).alias("_row_index")
+        F.col(FILE).alias(file_column), F.col(ROW).alias(row_column)
     )
     return ids  # rows listed twice (the exempt unconditional DELETE) are marked once
+
+
+def _check_helper_names(columns: list[str]) -> None:
+    helpers = {n.lower() for n in (FILE, ROW, ACTION, MATCHED_FLAG, SOURCE_PRESENT, _N)}
+    clash = sorted({c for c in columns if c.lower() in helpers} - {SOURCE_PRESENT})
+    if clash:
+        raise SchemaError(
+            f"MERGE: column name {clash[0]!r} is reserved for this MERGE's bookkeeping",
+            hint="Rename that column in the source query (e.g. SELECT ... AS other_name).",
+        )

@@ -25,6 +25,9 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from txsql.engine.names import fresh_names
+from txsql.engine.scan import snapshot_row_ids
+from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
@@ -198,18 +201,23 @@ def _rewrite(
     files = [f for b in bins for f in b]
     keys = _bin_keys(ctx, len(bins))
     mapping = [(f.path, keys[i], j) for i, b in enumerate(bins) for j, f in enumerate(b)]
-    bin_df = ctx.spark.createDataFrame(mapping, f"_file STRING, {_BIN} BIGINT, {_ORDER} INT")
-    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
-    rows = rows.join(F.broadcast(bin_df), "_file")
-    parts = [F.col(f"`{c}`") for c in snapshot.partition_columns]
-    rows = rows.repartition(len(bins), _BIN)
-    if zorder:
-        rows = rows.withColumn(_Z, z_value(zorder, _BIN))
-        rows = rows.sortWithinPartitions(*parts, _BIN, _Z)
-    else:
-        rows = rows.sortWithinPartitions(*parts, _BIN, _ORDER, "_row_index")
     table_columns = [f["name"] for f in snapshot.schema_json["fields"]]
-    rows = rows.select(*[F.col(f"`{c}`") for c in table_columns])
+    file_column, row_column = snapshot_row_ids(snapshot)
+    # Helper names fresh against the table's columns: a user column "_txsql_bin" survives.
+    bin_key, order, z = fresh_names([_BIN, _ORDER, _Z], [*table_columns, file_column, row_column])
+    bin_df = ctx.spark.createDataFrame(
+        mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
+    )
+    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
+    rows = rows.join(F.broadcast(bin_df), file_column)
+    parts = [F.col(quote(c)) for c in snapshot.partition_columns]
+    rows = rows.repartition(len(bins), bin_key)
+    if zorder:
+        rows = rows.withColumn(z, z_value(zorder, bin_key))
+        rows = rows.sortWithinPartitions(*parts, bin_key, z)
+    else:
+        rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
+    rows = rows.select(*[F.col(quote(c)) for c in table_columns])
     adds = write_data_files(ctx.spark, rows, snapshot.table_root, snapshot.metadata)
     return [replace(a, data_change=False) for a in adds]
 

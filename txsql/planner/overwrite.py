@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from txsql.engine.scan import snapshot_row_ids
+from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
@@ -219,8 +221,9 @@ def _replace_where(
         return whole, None, total_records(whole), 0
     matches = F.coalesce(F.expr(condition), F.lit(False))
     scanned = scan_files(ctx.spark, snapshot, plan.scan, with_row_ids=True)
-    rows = scanned.where(matches).groupBy("_file").count().collect()
-    hit = {r["_file"]: int(r["count"]) for r in rows}
+    file_column = snapshot_row_ids(snapshot)[0]  # "_file" unless the table has one
+    rows = scanned.where(matches).groupBy(F.col(quote(file_column)).alias("f")).count().collect()
+    hit = {r["f"]: int(r["count"]) for r in rows}
     touched = [f for f in plan.scan if f.path in hit]
     deleted = total_records(whole) + sum(hit.values())
     if not touched:

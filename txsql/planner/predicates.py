@@ -123,6 +123,25 @@ def predicate_sql(
     return _Resolver(schema_json, qualifiers).opaque(condition).sql
 
 
+def _chain(node: exp.Expr, kind: type[exp.Expr]) -> list[exp.Expr]:
+    """The operands of an AND (or OR) chain, in order, found without recursion.
+
+    sqlglot nests ``a OR b OR c`` as ``(a OR b) OR c``; parentheses around a same-kind
+    chain do not change its meaning (both are associative), so they are looked through.
+    """
+    operands: list[exp.Expr] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        while isinstance(current, exp.Paren):
+            current = current.this
+        if isinstance(current, kind):
+            stack += [current.expression, current.this]  # popped left first
+        else:
+            operands.append(current)
+    return operands
+
+
 class _Resolver:
     def __init__(self, schema_json: dict[str, Any], qualifiers: Collection[str]) -> None:
         self.columns = {f["name"].lower(): f["name"] for f in schema_json.get("fields", [])}
@@ -131,10 +150,11 @@ class _Resolver:
     def predicate(self, node: exp.Expr) -> Predicate:
         if isinstance(node, exp.Paren):
             return self.predicate(node.this)
-        if isinstance(node, exp.And):
-            return And((self.predicate(node.this), self.predicate(node.expression)))
-        if isinstance(node, exp.Or):
-            return Or((self.predicate(node.this), self.predicate(node.expression)))
+        if isinstance(node, (exp.And, exp.Or)):
+            # One n-ary node per AND/OR chain: a 500-term OR stays one level deep in the
+            # model, so nothing downstream recurses once per term.
+            children = tuple(self.predicate(n) for n in _chain(node, type(node)))
+            return And(children) if isinstance(node, exp.And) else Or(children)
         if isinstance(node, exp.Not):
             inner = node.this.unnest() if isinstance(node.this, exp.Paren) else node.this
             if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):

@@ -15,7 +15,7 @@ import os
 from dataclasses import replace
 from urllib.parse import unquote, urlparse
 
-from txsql.errors import VersionNotFoundError
+from txsql.errors import RestoreError, VersionNotFoundError
 from txsql.log.actions import Action, AddFile, Protocol
 from txsql.log.features import with_features
 from txsql.log.snapshot import Snapshot
@@ -26,15 +26,6 @@ from txsql.planner.statements import RestoreTable
 from txsql.result import Result
 from txsql.storage.paths import parse_location
 from txsql.txn.readset import norm_path
-
-
-class RestoreError(VersionNotFoundError):
-    """The version to restore cannot be rebuilt because its files are gone."""
-
-    default_hint = (
-        "VACUUM deleted files of that version. Restore a newer version (DESCRIBE HISTORY "
-        "lists them), or recover the files from a backup."
-    )
 
 
 def run_restore(ctx: RunContext, statement: RestoreTable, text: str) -> Result:

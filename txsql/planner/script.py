@@ -14,7 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from txsql.errors import SqlParseError
+from txsql.errors import ExpressionTooDeepError, SqlParseError
 from txsql.planner.dialect import DIALECT, TxSql
 
 
@@ -97,6 +97,8 @@ def parse_statement(source: StatementText, script: str) -> exp.Expr:
             line=line,
             column=column,
         ) from None
+    except RecursionError:
+        raise _too_deep(source) from None
     if len(expressions) != 1 or expressions[0] is None:
         raise SqlParseError(
             "expected exactly one statement",
@@ -136,3 +138,31 @@ def _closing_quote_end(script: str, end: int) -> int:
 def _abbreviate(text: str, width: int = 60) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _too_deep(source: StatementText) -> ExpressionTooDeepError:
+    """The error for a statement sqlglot cannot parse within Python's recursion limit.
+
+    It points at the deepest opening parenthesis, the usual culprit.
+    """
+    depth = deepest = 0
+    where: tuple[int | None, int | None] = (None, None)
+    try:
+        tokens = TxSql().tokenize(source.text)
+    except TokenError:
+        tokens = []
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, (token.line, token.col)
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    line, column = _script_position(source, *where)
+    levels = f" ({deepest} levels of parentheses)" if deepest else ""
+    return ExpressionTooDeepError(
+        f"expression nested too deeply{levels} in `{_abbreviate(source.text)}`",
+        statement=source.text,
+        line=line,
+        column=column,
+    )

@@ -15,19 +15,20 @@ import time
 
 from sqlglot import exp
 
-from txsql.engine.scan import resolve_path
+from txsql.engine.names import fresh_names
+from txsql.engine.scan import resolve_path, snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.errors import SchemaError, TxSqlError
 from txsql.log.actions import Action, AddFile
 from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
-from txsql.planner.dv_writes import FILE, ROW_INDEX, DeletionOutcome, mark_rows_deleted
+from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.statements import Update
 from txsql.planner.target import DmlTarget, commit_dml, open_target
 from txsql.result import Result
 from txsql.txn.rowlevel import num_records
 
-_SET = "__txsql_set_{}"
+_SET = "__txsql_set_{}"  # base of the SET value columns, made fresh per statement
 
 
 def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
@@ -51,14 +52,18 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
         plan = target.plan(whole_files=False)
         if plan.scan:
             snapshot = target.snapshot
-            extra = [(_SET.format(i), value) for i, (_, value) in enumerate(assignments)]
+            fields = [f["name"] for f in snapshot.schema_json["fields"]]
+            row_ids = snapshot_row_ids(snapshot)
+            set_names = fresh_names(
+                [_SET.format(i) for i in range(len(assignments))], [*fields, *row_ids]
+            )
+            extra = [(name, value) for name, (_, value) in zip(set_names, assignments)]
             matched = target.matching_rows(plan.scan, extra)
             matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 index = {column: i for i, (column, _) in enumerate(assignments)}
-                fields = [f["name"] for f in snapshot.schema_json["fields"]]
                 values = [
-                    F.col(quote(_SET.format(index[name]))) if name in index else F.col(quote(name))
+                    F.col(quote(set_names[index[name]])) if name in index else F.col(quote(name))
                     for name in fields
                 ]
                 new_rows = conform_to_schema(
@@ -72,7 +77,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 rewrite_ms = _ms(rewrite_started)
                 scan_started = time.perf_counter()
                 outcome = mark_rows_deleted(
-                    ctx, snapshot, matched.select(FILE, ROW_INDEX), candidates=plan.scan
+                    ctx, snapshot, matched.select(*map(quote, row_ids)), candidates=plan.scan
                 )
                 scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
             finally:

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 from txsql.engine.write import STAGING_DIR
-from txsql.errors import TransactionError, TxSqlError
+from txsql.errors import RetentionTooShortError, TransactionError
 from txsql.log import properties
 from txsql.planner.context import RunContext
 from txsql.planner.retention import creation_time_ms, logged_files, referenced_files
@@ -42,10 +42,6 @@ from txsql.storage.paths import parse_location
 
 CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 _HOUR_MS = 3_600_000
-
-
-class RetentionTooShortError(TxSqlError):
-    """VACUUM RETAIN is shorter than the table's deleted-file retention."""
 
 
 def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:

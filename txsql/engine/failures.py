@@ -1,0 +1,82 @@
+"""Spark failures with a known cause, turned back into typed txsql errors.
+
+Executors run txsql code (deletion-vector expansion, DV writes) and read data files; a
+failure there reaches the driver as a Spark exception (``PythonException``,
+``Py4JJavaError``, ``SparkConnectGrpcException``...) whose message carries the real cause
+as text. Nothing here imports py4j or inspects JVM objects: the cause is recognised in the
+message, so the same code works on classic PySpark and on Spark Connect.
+"""
+
+from __future__ import annotations
+
+import re
+
+from txsql import errors
+from txsql.errors import DataFileError, ExpressionTooDeepError, TxSqlError
+
+# The last line of a worker's Python traceback: "txsql.errors.CorruptDeletionVectorError: msg".
+# The rendered message may continue with "How to fix: hint" on the next line.
+_WORKER_ERROR = re.compile(
+    r"txsql\.errors\.(?P<cls>\w+): (?P<message>[^\n]*)(?:\nHow to fix: (?P<hint>[^\n]*))?"
+)
+# Spark's messages for a data file it cannot read, and where they name the file.
+_READ_FAILED = re.compile(
+    r"FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s"
+)
+_PATH_NOT_FOUND = re.compile(r"PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?\s")
+_FILE_NOT_FOUND = re.compile(r"java\.io\.FileNotFoundException: (?:File )?(\S+)")
+_CAUSE = re.compile(r"Caused by: [\w.$]+: ([^\n]+)")
+
+
+def typed_engine_error(error: BaseException) -> TxSqlError | None:
+    """The typed txsql error behind ``error``, or None when its cause is not recognised.
+
+    Recognised: a txsql error raised on an executor (re-raised as the same class with its
+    message and hint), a data file Spark could not read or find (:class:`DataFileError`
+    naming the file and the reader's reason), and Python's recursion limit
+    (:class:`ExpressionTooDeepError`).
+    """
+    if isinstance(error, TxSqlError):
+        return error
+    if isinstance(error, RecursionError):
+        return ExpressionTooDeepError(
+            "expression nested too deeply to plan (Python's recursion limit was reached)"
+        )
+    text = str(error)
+    worker = _worker_error(text)
+    if worker is not None:
+        return worker
+    return _data_file_error(text)
+
+
+def _worker_error(text: str) -> TxSqlError | None:
+    # The last match is the raise that failed the task (earlier ones are its context).
+    matches = list(_WORKER_ERROR.finditer(text))
+    if not matches:
+        return None
+    match = matches[-1]
+    cls = getattr(errors, match["cls"], None)
+    if not (isinstance(cls, type) and issubclass(cls, TxSqlError)):
+        return None
+    try:
+        typed = cls(match["message"], hint=match["hint"])
+    except TypeError:  # a class with a richer constructor (conflicts are never raised remotely)
+        typed = TxSqlError(match["message"], hint=match["hint"])
+    return typed
+
+
+def _data_file_error(text: str) -> TxSqlError | None:
+    for pattern in (_READ_FAILED, _PATH_NOT_FOUND, _FILE_NOT_FOUND):
+        found = pattern.search(text)
+        if found is not None:
+            break
+    else:
+        return None
+    path = found.group(1)
+    causes = _CAUSE.findall(text)
+    reason = causes[-1].strip() if causes else "the file does not exist"
+    if pattern is _PATH_NOT_FOUND or pattern is _FILE_NOT_FOUND:
+        reason = "the file does not exist"
+    # The deepest cause often repeats the path; keep the message short.
+    reason = reason.replace(path, "it").replace(path.replace("file:///", "file:/"), "it")
+    return DataFileError(f"data file {path} cannot be read: {reason}")

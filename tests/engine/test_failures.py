@@ -60,7 +60,9 @@ def test_every_error_class_is_exported_by_txsql_errors() -> None:
     from txsql.planner import guards, restore, vacuum
 
     defined = [
-        v for v in vars(errors).values() if inspect.isclass(v) and issubclass(v, errors.TxSqlError)
+        v
+        for v in vars(errors).values()
+        if inspect.isclass(v) and issubclass(v, (errors.TxSqlError, errors.TxSqlWarning))
     ]
     assert sorted(errors.__all__) == sorted(c.__name__ for c in defined)
     assert vacuum.RetentionTooShortError is errors.RetentionTooShortError

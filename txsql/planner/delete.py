@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from pyroaring import BitMap64
 
@@ -21,6 +20,7 @@ from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.jobs import JobCounter, counting_jobs
+from txsql.planner.live_rows import without_dvs
 from txsql.planner.statements import Delete
 from txsql.planner.target import DmlTarget, commit_dml, open_target
 from txsql.result import Result
@@ -40,9 +40,8 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
             # Scan without applying the files' DVs: mark_rows_deleted drops rows already
             # deleted from its bitmaps anyway, and the scan then needs no DV expansion or
             # anti-join (two to four Spark jobs less).
-            raw = [replace(f, deletion_vector=None) for f in plan.scan]
             with counting_jobs() as jobs:
-                matched = target.matching_rows(raw)
+                matched = target.matching_rows(without_dvs(plan.scan))
                 outcome = mark_rows_deleted(ctx, target.snapshot, matched, candidates=plan.scan)
             scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
         whole_rows = _live_rows(plan.whole)

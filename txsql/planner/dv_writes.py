@@ -148,9 +148,11 @@ def mark_rows_deleted(
     # compact bitmaps. No shuffle by file (with AQE a shuffle is a job of its own); a file
     # split over several tasks just arrives in several pieces, unioned below.
     pieces = count_job(
-        lambda: matched.select(quote(file_column), quote(row_column))
-        .mapInArrow(_group_task, _FOUND_DDL)
-        .collect()
+        lambda: (
+            matched.select(quote(file_column), quote(row_column))
+            .mapInArrow(_group_task, _FOUND_DDL)
+            .collect()
+        )
     )
     found: dict[str, BitMap64] = {}
     for piece in pieces:

@@ -220,7 +220,10 @@ class Workload:
 def txsql_affected(result: Any) -> str:
     m = result.metrics
     keys = ("num_deleted_rows", "num_updated_rows", "num_inserted_rows")
-    return " ".join(f"{k[4:-5]}={m[k]}" for k in keys if m.get(k))
+    text = " ".join(f"{k[4:-5]}={m[k]}" for k in keys if m.get(k))
+    if "spark_jobs" in m:  # txsql's own Spark actions (Result.metrics)
+        text += f", {m['spark_jobs']} Spark job(s)"
+    return text
 
 
 def deltalake_affected(result: dict[str, Any]) -> str:

@@ -77,3 +77,15 @@ def test_update_after_deletes_matches_duckdb(s: txsql.Session) -> None:
     check_against_duckdb(s, DDL, COLUMNS, "DELETE FROM t WHERE k = 12")
     result = check_against_duckdb(s, DDL, COLUMNS, "UPDATE t SET v = 'z' WHERE true")
     assert result.metrics["num_updated_rows"] == 0
+
+
+def test_explain_announces_the_jobs_the_statement_reports(s: txsql.Session) -> None:
+    _create(s)
+    for statement in ("DELETE FROM t WHERE id = 2", "UPDATE t SET k = 0 WHERE id > 6"):
+        plan = s.sql(f"EXPLAIN {statement}")
+        line = next(x for x in plan.message.splitlines() if x.startswith("spark jobs"))
+        assert line.split()[-1] == str(plan.metrics["spark_jobs"])
+        assert s.sql(statement).metrics["spark_jobs"] == plan.metrics["spark_jobs"]
+    pruned = "DELETE FROM t WHERE k > 100"  # stats skip every file: no job at all
+    assert s.sql(f"EXPLAIN {pruned}").metrics["spark_jobs"] == 0
+    assert s.sql(pruned).metrics["spark_jobs"] == 0

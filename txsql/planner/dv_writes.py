@@ -1,13 +1,16 @@
-"""Marking rows deleted: deletion vectors built and written on executors, or copy-on-write.
+"""Marking rows deleted: deletion vectors (bitmaps built on executors, one DV file written by
+the driver), or copy-on-write.
 
 DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame of
 ``(_file, _row_index)`` pairs. :func:`mark_rows_deleted` turns it into Delta actions
 (reference/delta-protocol.md §3.9):
 
-* The pairs are shuffled by file; each task groups its row indexes into one bitmap per
-  file, unions it with the file's current DV (read on the executor), writes all its new
-  DVs into ONE ``deletion_vector_<uuid>.bin`` at the table root, and returns one small row
-  per file. Only those rows (descriptors and compact bitmaps) reach the driver.
+* ONE Spark job: each scan task groups its pairs into one bitmap per file (numpy, no
+  Python loop over rows) and returns ``(file, serialized bitmap)`` rows; no shuffle by
+  file (with AQE every shuffle is a job of its own). The driver unions the pieces of a file
+  split over tasks, subtracts the file's current DV (so a scan that ignored DVs is fine),
+  and writes ALL new DVs of the statement into ONE ``deletion_vector_<uuid>.bin``. The
+  driver holds only per-file bitmaps of matched rows (the read set needs them anyway).
 * Per file the driver emits ``remove(F, oldDV)`` + ``add(F, newDV)`` (stats loosened to
   ``tightBounds: false``), or only ``remove(F)`` when every row of F is now deleted.
 * Without DVs (``delta.enableDeletionVectors`` off, the feature missing, or a file lacking

@@ -31,8 +31,9 @@ After every operation both tables are read by an independent reader -- DuckDB's
 prints "contents match" (or the first difference).
 
 Prints, per operation: rows affected (and txsql's Spark jobs, ``spark_jobs``), wall time,
-bytes and files written for both, the ratios txsql/delta-rs, and the goals (DELETE faster than delta-rs with < 1 KB written;
-UPDATE and MERGE no slower, with < 5 % of delta-rs's bytes). No assertions on time.
+bytes and files written for both, the ratios txsql/delta-rs, and the goals (DELETE faster
+than delta-rs with < 1 KB written; UPDATE and MERGE no slower, with < 5 % of delta-rs's
+bytes). No assertions on time.
 """
 
 from __future__ import annotations

@@ -30,9 +30,10 @@ After every operation both tables are read by an independent reader -- DuckDB's
 -- and ``count``, ``sum(id)``, ``sum(v)`` and ``min/max(s)`` per ``k`` must be equal; it
 prints "contents match" (or the first difference).
 
-Prints, per operation: rows affected, wall time, bytes and files written for both, the
-ratios txsql/delta-rs, and the goals (DELETE faster than delta-rs with < 1 KB written;
-UPDATE and MERGE no slower, with < 5 % of delta-rs's bytes). No assertions on time.
+Prints, per operation: rows affected (and txsql's Spark jobs, ``spark_jobs``), wall time,
+bytes and files written for both, the ratios txsql/delta-rs, and the goals (DELETE faster
+than delta-rs with < 1 KB written; UPDATE and MERGE no slower, with < 5 % of delta-rs's
+bytes). No assertions on time.
 """
 
 from __future__ import annotations
@@ -220,7 +221,10 @@ class Workload:
 def txsql_affected(result: Any) -> str:
     m = result.metrics
     keys = ("num_deleted_rows", "num_updated_rows", "num_inserted_rows")
-    return " ".join(f"{k[4:-5]}={m[k]}" for k in keys if m.get(k))
+    text = " ".join(f"{k[4:-5]}={m[k]}" for k in keys if m.get(k))
+    if "spark_jobs" in m:  # txsql's own Spark actions (Result.metrics)
+        text += f", {m['spark_jobs']} Spark job(s)"
+    return text
 
 
 def deltalake_affected(result: dict[str, Any]) -> str:

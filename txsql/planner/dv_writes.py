@@ -1,13 +1,16 @@
-"""Marking rows deleted: deletion vectors built and written on executors, or copy-on-write.
+"""Marking rows deleted: deletion vectors (bitmaps built on executors, one DV file written by
+the driver), or copy-on-write.
 
 DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame of
 ``(_file, _row_index)`` pairs. :func:`mark_rows_deleted` turns it into Delta actions
 (reference/delta-protocol.md §3.9):
 
-* The pairs are shuffled by file; each task groups its row indexes into one bitmap per
-  file, unions it with the file's current DV (read on the executor), writes all its new
-  DVs into ONE ``deletion_vector_<uuid>.bin`` at the table root, and returns one small row
-  per file. Only those rows (descriptors and compact bitmaps) reach the driver.
+* ONE Spark job: each scan task groups its pairs into one bitmap per file (numpy, no
+  Python loop over rows) and returns ``(file, serialized bitmap)`` rows; no shuffle by
+  file (with AQE every shuffle is a job of its own). The driver unions the pieces of a file
+  split over tasks, subtracts the file's current DV (so a scan that ignored DVs is fine),
+  and writes ALL new DVs of the statement into ONE ``deletion_vector_<uuid>.bin``. The
+  driver holds only per-file bitmaps of matched rows (the read set needs them anyway).
 * Per file the driver emits ``remove(F, oldDV)`` + ``add(F, newDV)`` (stats loosened to
   ``tightBounds: false``), or only ``remove(F)`` when every row of F is now deleted.
 * Without DVs (``delta.enableDeletionVectors`` off, the feature missing, or a file lacking
@@ -23,12 +26,12 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.dv.store import read_deletion_vector, write_deletion_vectors
 from txsql.engine.names import fresh_names
 from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
@@ -36,6 +39,8 @@ from txsql.errors import TxSqlError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
+from txsql.planner.jobs import count_job
+from txsql.storage.filesystem import LocalFileIO
 from txsql.txn.rowlevel import loosen_stats, num_records
 
 if TYPE_CHECKING:
@@ -46,27 +51,9 @@ if TYPE_CHECKING:
 # Bases of the column names of expanded deleted rows (made fresh against the scan's).
 _DEL_PATH = "_txsql_deleted_file"
 _DEL_ROW = "_txsql_deleted_row"
-# What each executor task returns per touched file.
-_RESULT = pa.schema(
-    [
-        ("path", pa.string()),
-        ("storage_type", pa.string()),
-        ("dv", pa.string()),
-        ("offset", pa.int32()),
-        ("size", pa.int32()),
-        ("cardinality", pa.int64()),
-        ("all_deleted", pa.bool_()),
-        ("num_new", pa.int64()),
-        ("new_rows", pa.binary()),
-    ]
-)
-_RESULT_DDL = (
-    "path string, storage_type string, dv string, offset int, size int, cardinality bigint, "
-    "all_deleted boolean, num_new bigint, new_rows binary"
-)
-# Per candidate file, shipped to executors in the task closure (not per row):
-# (numRecords or None, DV descriptor fields or None, whether a DV may be written).
-FileInfo = tuple[int | None, tuple[str, str, int, int, int | None] | None, bool]
+# What each executor task returns: one row per file it saw matched rows of.
+_FOUND = pa.schema([("path", pa.string()), ("rows", pa.binary())])
+_FOUND_DDL = "path string, rows binary"
 
 
 @dataclass
@@ -158,59 +145,73 @@ def mark_rows_deleted(
     files = list(snapshot.files if candidates is None else candidates)
     by_path = {f.path: f for f in files}
     dv_ok = deletion_vectors_allowed(snapshot)
-    info: dict[str, FileInfo] = {}
-    for f in files:
-        total = num_records(f.stats)
-        dv = f.deletion_vector
-        fields = None
-        if dv is not None:
-            fields = (
-                dv.storage_type,
-                dv.path_or_inline_dv,
-                dv.size_in_bytes,
-                dv.cardinality,
-                dv.offset,
-            )
-        info[f.path] = (total, fields, dv_ok and total is not None)
     root = snapshot.table_root
     file_column, row_column = snapshot_row_ids(snapshot)
-    results = (
-        matched.select(quote(file_column), quote(row_column))
-        .repartition(quote(file_column))
-        .mapInArrow(_bitmap_task(root, info), _RESULT_DDL)
-        .collect()
+    # ONE Spark job: each scan task groups its matched row indexes per file and returns
+    # compact bitmaps. No shuffle by file (with AQE a shuffle is a job of its own); a file
+    # split over several tasks just arrives in several pieces, unioned below.
+    pieces = count_job(
+        lambda: (
+            matched.select(quote(file_column), quote(row_column))
+            .mapInArrow(_group_task, _FOUND_DDL)
+            .collect()
+        )
     )
+    found: dict[str, BitMap64] = {}
+    for piece in pieces:
+        if piece["path"] not in by_path:
+            raise TxSqlError(f"row of unexpected file {piece['path']!r} marked for deletion")
+        rows = BitMap64.deserialize(piece["rows"])
+        if piece["path"] in found:
+            found[piece["path"]] |= rows
+        else:
+            found[piece["path"]] = rows
     outcome = DeletionOutcome()
     now = int(time.time() * 1000)
     rewrite: list[tuple[AddFile, BitMap64]] = []
-    for row in results:
-        add = by_path[row["path"]]
-        if not row["num_new"]:
+    to_write: list[tuple[AddFile, BitMap64]] = []
+    fs = LocalFileIO()
+    for path in sorted(found):
+        add = by_path[path]
+        total = num_records(add.stats)
+        old = BitMap64()
+        if add.deletion_vector is not None:
+            old = read_deletion_vector(add.deletion_vector, root, fs)
+        # Scans for DML may include rows an earlier DV deleted; they are not matches.
+        fresh = found[path] - old
+        if not fresh:
             continue  # only rows already deleted: nothing changes in this file
-        fresh = BitMap64.deserialize(row["new_rows"])
+        union = old | fresh
+        if total is not None and union.max() >= total:
+            raise TxSqlError(
+                f"row index {union.max()} is beyond the {total} rows of {path}",
+                hint="The file's stats disagree with its data; the table is unchanged.",
+            )
         outcome.touched_files.append(add)
-        outcome.matched_rows_by_file[add.path] = fresh
-        outcome.num_deleted_rows += int(row["num_new"])
-        if row["dv"] is not None:
-            new_dv = DeletionVectorDescriptor(
-                row["storage_type"], row["dv"], row["size"], row["cardinality"], row["offset"]
-            )
-            dv_path = new_dv.absolute_path(root)
-            if dv_path is not None and dv_path not in outcome.written_paths:
-                outcome.written_paths.append(dv_path)
-            updated = replace(
-                add, deletion_vector=new_dv, stats=loosen_stats(add.stats), data_change=True
-            )
-            outcome.actions += [add.to_remove(timestamp=now), updated]
-            if add.deletion_vector is None:
-                outcome.num_dvs_added += 1
-            else:
-                outcome.num_dvs_updated += 1
-        elif row["all_deleted"]:
+        outcome.matched_rows_by_file[path] = fresh
+        outcome.num_deleted_rows += len(fresh)
+        if total is not None and len(union) >= total:
             _count_removed(outcome, add)
             outcome.actions.append(add.to_remove(timestamp=now))
+        elif dv_ok and total is not None:
+            to_write.append((add, union))
         else:
             rewrite.append((add, fresh))
+    # All new DVs of the statement go into ONE file, written here on the driver: the
+    # bitmaps are already here (the read set needs them), and it saves a second job.
+    descriptors = write_deletion_vectors(root, fs, [union for _, union in to_write])
+    for (add, _), new_dv in zip(to_write, descriptors):
+        dv_path = new_dv.absolute_path(root)
+        if dv_path is not None and dv_path not in outcome.written_paths:
+            outcome.written_paths.append(dv_path)
+        updated = replace(
+            add, deletion_vector=new_dv, stats=loosen_stats(add.stats), data_change=True
+        )
+        outcome.actions += [add.to_remove(timestamp=now), updated]
+        if add.deletion_vector is None:
+            outcome.num_dvs_added += 1
+        else:
+            outcome.num_dvs_updated += 1
     if rewrite:
         _copy_on_write(ctx, snapshot, rewrite, outcome, now)
     return outcome
@@ -283,57 +284,17 @@ def _expand_task(
     return run
 
 
-def _bitmap_task(
-    root: str, info: dict[str, FileInfo]
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The executor function: group row indexes per file, merge DVs, write one DV file."""
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from txsql.dv.store import read_deletion_vector, write_deletion_vectors
-        from txsql.storage.filesystem import LocalFileIO
-
-        found = _group_rows(batches)
-        if not found:
-            return
-        fs = LocalFileIO()
-        rows: list[dict[str, Any]] = []
-        to_write: list[tuple[dict[str, Any], BitMap64]] = []
-        for path, new in found.items():
-            if path not in info:
-                raise TxSqlError(f"row of unexpected file {path!r} marked for deletion")
-            total, dv_fields, dv_ok = info[path]
-            old = BitMap64()
-            if dv_fields is not None:
-                old = read_deletion_vector(DeletionVectorDescriptor(*dv_fields), root, fs)
-            fresh = new - old
-            union = old | fresh
-            if total is not None and union and union.max() >= total:
-                raise TxSqlError(
-                    f"row index {union.max()} is beyond the {total} rows of {path}",
-                    hint="The file's stats disagree with its data; the table is unchanged.",
-                )
-            all_deleted = total is not None and len(union) >= total
-            row = {
-                "path": path,
-                "all_deleted": all_deleted,
-                "num_new": len(fresh),
-                "new_rows": fresh.serialize(),
-            }
-            rows.append(row)
-            if dv_ok and not all_deleted and fresh:
-                to_write.append((row, union))
-        descriptors = write_deletion_vectors(root, fs, [bitmap for _, bitmap in to_write])
-        for (row, _), d in zip(to_write, descriptors):
-            row.update(
-                storage_type=d.storage_type,
-                dv=d.path_or_inline_dv,
-                offset=d.offset,
-                size=d.size_in_bytes,
-                cardinality=d.cardinality,
-            )
-        yield pa.RecordBatch.from_pylist(rows, schema=_RESULT)
-
-    return run
+def _group_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: (file, row index) rows -> one (file, serialized bitmap) row per file."""
+    found = _group_rows(batches)
+    if found:
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(list(found), pa.string()),
+                pa.array([rows.serialize() for rows in found.values()], pa.binary()),
+            ],
+            schema=_FOUND,
+        )
 
 
 def _group_rows(batches: Iterable[pa.RecordBatch]) -> dict[str, BitMap64]:

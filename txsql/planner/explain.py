@@ -67,6 +67,8 @@ def explain_dml(ctx: RunContext, statement: Delete | Update) -> tuple[list[Step]
     steps += [(f"step {i}", s) for i, s in enumerate(_steps(statement, plan.scan, dv), 1)]
     if plan.whole:
         steps.append(("metadata-only", f"remove {len(plan.whole)} file(s) from the log"))
+    jobs = _planned_jobs(statement, plan.scan, dv)
+    steps.append(("spark jobs", str(jobs) if dv or not plan.scan else f"{jobs} or more"))
     metrics = {
         "files_total": len(snapshot.files),
         "files_scanned": len(plan.scan),
@@ -74,20 +76,39 @@ def explain_dml(ctx: RunContext, statement: Delete | Update) -> tuple[list[Step]
         "files_skipped": len(plan.skipped),
         "files_skipped_by_partition": plan.skipped_by_partition,
         "files_skipped_by_stats": skipped_by_stats,
+        "spark_jobs": jobs,
     }
     return steps, metrics
+
+
+def _planned_jobs(statement: Delete | Update, scanned: Sequence[AddFile], dv: bool) -> int:
+    """Spark actions txsql will run (``spark_jobs`` of the statement's Result.metrics).
+
+    DELETE: one job finds the matched rows and returns per-file bitmaps; UPDATE adds the
+    job writing the new rows. Copy-on-write (no DVs) adds a rewrite of the touched files.
+    """
+    if not scanned:
+        return 0
+    jobs = 1 if isinstance(statement, Delete) else 2
+    return jobs if dv else jobs + 1
 
 
 def _steps(statement: Delete | Update, scanned: Sequence[AddFile], dv: bool) -> list[str]:
     if not scanned:
         return ["commit (no file needs scanning)"]
     where = statement.where.sql(SPARK) if statement.where is not None else "true"
-    steps = [f"scan {len(scanned)} file(s) with _file/_row_index; Spark filters by {where}"]
+    steps = [
+        f"scan {len(scanned)} file(s) with _file/_row_index (existing DVs not applied); "
+        f"Spark filters by {where}"
+    ]
     if isinstance(statement, Update):
         sets = ", ".join(f"{c} = {v.sql(SPARK)}" for c, v in statement.assignments)
-        steps.append(f"write the updated rows ({sets}) as new data files")
+        steps.append("drop rows existing DVs delete (vectorized UDF in the same tasks); persist")
+        steps.append(f"job 1: write the updated rows ({sets}) as new data files")
+    label = "job 1" if isinstance(statement, Delete) else "job 2"
+    steps.append(f"{label}: group matched row indexes per file on executors; collect bitmaps")
     if dv:
-        steps.append("group matched row indexes per file on executors; write one DV file per task")
+        steps.append("driver: subtract old DVs, write all new DVs into one DV file")
         steps.append("commit remove(F, oldDV) + add(F, newDV); remove(F) when all rows deleted")
     else:
         steps.append("copy-on-write: rewrite touched files without the matched rows (no DVs)")

@@ -3,10 +3,12 @@
 The matching rows are read once, with the SET values computed by Spark on the same rows,
 and persisted: one job writes the updated rows (cast to the column types with Spark's
 ANSI casts, NOT NULL enforced like INSERT), a second turns the same rows' ``(_file,
-_row_index)`` into DVs. Both consumers see identical rows even for a non-deterministic
-WHERE clause. Updating a partition column simply writes the new rows into their new
-partition. Tables without DVs get copy-on-write from the shared DV machinery.
-"""
+_row_index)`` into DVs (``spark_jobs`` = 2 in ``Result.metrics``). Both consumers see
+identical rows even for a non-deterministic WHERE clause. The scan does not apply the
+files' DVs (that costs DV expansion and broadcast jobs); rows already deleted are dropped
+after the WHERE clause by :func:`~txsql.planner.live_rows.drop_deleted_rows`. Updating a
+partition column simply writes the new rows into their new partition. Tables without DVs
+get copy-on-write from the shared DV machinery."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from txsql.log.actions import Action, AddFile
 from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
 from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.jobs import count_job, counting_jobs
+from txsql.planner.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.statements import Update
 from txsql.planner.target import DmlTarget, commit_dml, open_target
 from txsql.result import Result
@@ -41,7 +45,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     outcome = DeletionOutcome()
     adds: list[AddFile] = []
     written: list[str] = []
-    scan_ms = rewrite_ms = 0
+    scan_ms = rewrite_ms = jobs = 0
 
     def cleanup() -> None:
         outcome.cleanup()
@@ -58,7 +62,12 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 [_SET.format(i) for i in range(len(assignments))], [*fields, *row_ids]
             )
             extra = [(name, value) for name, (_, value) in zip(set_names, assignments)]
-            matched = target.matching_rows(plan.scan, extra)
+            # The scan ignores DVs (no DV expansion/anti-join jobs); rows already deleted
+            # are dropped after the WHERE clause, in the same tasks.
+            matched = target.matching_rows(without_dvs(plan.scan), extra)
+            matched = drop_deleted_rows(matched, snapshot, plan.scan)
+            # Persisted: the write job fills the cache, the DV job reads it, so both see
+            # the same rows even for a non-deterministic WHERE clause.
             matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 index = {column: i for i, (column, _) in enumerate(assignments)}
@@ -72,13 +81,20 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 from txsql.engine.write import write_data_files
 
                 rewrite_started = time.perf_counter()
-                adds = write_data_files(ctx.spark, new_rows, snapshot.table_root, snapshot.metadata)
+                with counting_jobs() as write_jobs:
+                    adds = count_job(
+                        lambda: write_data_files(
+                            ctx.spark, new_rows, snapshot.table_root, snapshot.metadata
+                        )
+                    )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]
                 rewrite_ms = _ms(rewrite_started)
                 scan_started = time.perf_counter()
-                outcome = mark_rows_deleted(
-                    ctx, snapshot, matched.select(*map(quote, row_ids)), candidates=plan.scan
-                )
+                with counting_jobs() as dv_jobs:
+                    outcome = mark_rows_deleted(
+                        ctx, snapshot, matched.select(*map(quote, row_ids)), candidates=plan.scan
+                    )
+                jobs = write_jobs.jobs + dv_jobs.jobs
                 scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
             finally:
                 matched.unpersist()
@@ -113,7 +129,11 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
         "rewriteTimeMs": rewrite_ms + outcome.rewrite_time_ms,
     }
     parameters = {"predicate": json.dumps(target.condition_sql())}
-    result_metrics = {"num_affected_rows": updated, "num_updated_rows": updated}
+    result_metrics = {
+        "num_affected_rows": updated,
+        "num_updated_rows": updated,
+        "spark_jobs": jobs,
+    }
     return commit_dml(target, text, "UPDATE", parameters, metrics, result_metrics, cleanup)
 
 

@@ -104,3 +104,31 @@ def test_diff_keeps_a_column_named_like_its_marker(s: txsql.Session) -> None:
     s.sql("INSERT INTO d VALUES (2, '+')")
     view = version_diff(s, "d", 1, 2, None)
     assert (view.added, view.removed) == ([(2, "+")], [])
+
+
+def test_row_level_reads_use_the_hidden_columns_not_the_users(s: txsql.Session) -> None:
+    """A SELECT … WHERE inside a transaction records physical rows, even on a table whose own
+    columns are named `_file` and `_row_index`: a change to another row does not abort it, a
+    change to the row it read does (Serializable validates the read table at COMMIT)."""
+    from txsql.errors import CommitConflictError
+
+    s.sql(
+        "CREATE TABLE h (id INT, `_file` STRING, `_row_index` BIGINT) "
+        "TBLPROPERTIES ('delta.enableDeletionVectors'='true')"
+    )
+    s.sql("INSERT INTO h VALUES (1, 'x', 7), (2, 'y', 8)")
+    s.sql("CREATE TABLE out (n BIGINT)")
+    tx = s.begin("Serializable")
+    tx.sql("SELECT * FROM h WHERE id = 1")
+    tx.sql("INSERT INTO out VALUES (1)")
+    s.sql("UPDATE h SET `_file` = 'z' WHERE id = 2")  # another row: no conflict
+    tx.commit()
+    tx = s.begin("Serializable")
+    tx.sql("SELECT * FROM h WHERE id = 1")
+    tx.sql("INSERT INTO out VALUES (2)")
+    s.sql("DELETE FROM h WHERE id = 1")  # the row tx read (a DV, no rows added)
+    with pytest.raises(CommitConflictError) as e:
+        tx.commit()
+    assert "rows we matched" in e.value.rule  # row level: the physical row tx read
+    assert _rows(s, "SELECT id, `_file`, `_row_index` FROM h") == [(2, "z", 8)]
+    assert _rows(s, "SELECT n FROM out") == [(1,)]

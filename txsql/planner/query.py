@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyroaring import BitMap64
 from sqlglot import exp
 
-from txsql.engine.scan import FILE_COLUMN, ROW_INDEX_COLUMN, scan_snapshot
+from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.build import table_ref
@@ -140,8 +140,9 @@ def _matched_rows(
     view = f"txsql_read_{uuid.uuid4().hex[:12]}"
     alias = table.alias or table.name
     scan_snapshot(spark, snapshot, with_row_ids=True).createOrReplaceTempView(view)
+    file_column, row_column = snapshot_row_ids(snapshot)  # never a user column's name
     query = (
-        exp.select(FILE_COLUMN, ROW_INDEX_COLUMN)
+        exp.select(exp.column(file_column, quoted=True), exp.column(row_column, quoted=True))
         .from_(exp.to_table(view).as_(alias))
         .where(condition.copy())
     )

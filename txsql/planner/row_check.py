@@ -86,20 +86,19 @@ class SparkRowChecker:
         limit: int,
     ) -> list[dict[str, Any]]:
         """Values of ``columns`` for the given physical rows (at most ``limit``)."""
-        from txsql.engine.scan import FILE_COLUMN, ROW_INDEX_COLUMN
+        from txsql.engine.scan import snapshot_row_ids
 
+        snapshot = self._txn.snapshot()
         df = self._physical_rows(rows)
-        if df is None:
+        if df is None or snapshot is None:
             return []
-        picked = df.select(*[df[c] for c in columns], df[FILE_COLUMN], df[ROW_INDEX_COLUMN]).limit(
-            limit
-        )
+        file_column, row_column = snapshot_row_ids(snapshot)
+        picked = df.select(*[df[c] for c in columns], df[file_column], df[row_column])
         out = []
-        for r in picked.collect():
-            values = r.asDict()
-            path = values.pop(FILE_COLUMN)
-            index = values.pop(ROW_INDEX_COLUMN)
-            out.append({"file": path, "row": int(index), **values})
+        for r in picked.limit(limit).collect():
+            values = [r[i] for i in range(len(columns))]
+            path, index = r[len(columns)], r[len(columns) + 1]
+            out.append({"file": path, "row": int(index), **dict(zip(columns, values))})
         return out
 
     def _physical_rows(self, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> DataFrame | None:
@@ -109,15 +108,16 @@ class SparkRowChecker:
         snapshot = self._txn.snapshot()
         if snapshot is None:
             return None
-        from pyspark.sql import functions as F
 
-        from txsql.engine.scan import FILE_COLUMN, ROW_INDEX_COLUMN, scan_snapshot
+        from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 
         # Without its DV a file shows every physical row; row_index picks the ones asked.
+        # The hidden columns' names avoid the table's own (a user column may be `_file`).
+        file_column, row_column = snapshot_row_ids(snapshot)
         files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
         df = scan_snapshot(self._spark, replace(snapshot, files=files), with_row_ids=True)
         conditions = [
-            (F.col(FILE_COLUMN) == add.path) & F.col(ROW_INDEX_COLUMN).isin(list(bits))
+            (df[file_column] == add.path) & df[row_column].isin(list(bits))
             for add, bits in rows.values()
             if len(bits)
         ]

@@ -14,6 +14,7 @@ from txsql.dv.store import write_deletion_vectors
 from txsql.engine import scan as scan_module
 from txsql.engine.scan import resolve_path, scan_snapshot
 from txsql.engine.write import write_data_files
+from txsql.errors import CorruptDeletionVectorError
 from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from txsql.log.codec import encode_commit
 from txsql.log.deltalog import DeltaLog
@@ -166,6 +167,40 @@ def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
     assert {(r.id, r._row_index) for r in with_ids if r._file == target.path} == {
         p for i, p in enumerate(physical) if i not in deleted_positions
     }
+
+
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_dv_expansion_on_driver_and_executors(
+    spark: Any, fixtures_dir: Path, monkeypatch: Any, where: str
+) -> None:
+    # A fresh cache so each expansion path really runs; a limit of -1 forces the executors.
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_module._DeletedRowsCache())
+    if where == "executors":
+        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+    snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
+    df = scan_snapshot(spark, snapshot)
+    assert sorted(r.value for r in df.collect()) == sorted(
+        set(range(2000)) - {0, 180, 300, 700, 1800}
+    )
+
+
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_damaged_dv_is_a_typed_error(
+    spark: Any, tmp_path: Path, monkeypatch: Any, where: str
+) -> None:
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_module._DeletedRowsCache())
+    if where == "executors":
+        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long")])
+    (add,) = write_data_files(spark, spark.range(10).coalesce(1), str(root), meta)
+    commit(root, 0, [DV_PROTOCOL, meta, add])
+    commit(root, 1, with_dv(root, add, [1, 2]))
+    snap = DeltaLog.for_path(str(root)).snapshot()
+    (dv_file,) = root.rglob("*.bin")
+    dv_file.write_bytes(dv_file.read_bytes()[:-3])  # truncated: checksum and size fail
+    with pytest.raises(CorruptDeletionVectorError):
+        scan_snapshot(spark, snap).collect()
 
 
 def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypatch: Any) -> None:

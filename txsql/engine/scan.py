@@ -13,9 +13,15 @@ How a scan is built:
   are distinct (checked on the driver), else the path string itself: a long key keeps the
   join on Spark's fast ``LongHashedRelation`` path.
 * Deletion vectors: files without a DV are read by a plain scan; files with one are read
-  with ``_metadata.row_index`` and anti-joined (broadcast) with their deleted rows, which a
-  ``mapInArrow`` expands from the descriptors on the executors (each task reads its DV files
-  itself; nothing row-sized passes through the driver). The two scans are unioned.
+  with ``_metadata.row_index`` and anti-joined (broadcast) with their deleted rows, keyed by
+  one long ``crc32(path) << 32 | row_index``. Up to ``_DRIVER_EXPANSION_ROWS`` deleted rows
+  the driver reads the bitmaps itself (well under a millisecond per DV) and hands the keys
+  to Spark as an Arrow table; above it a ``mapInArrow`` expands them on the executors (each
+  task reads its DV files itself; nothing row-sized passes through the driver). The
+  expanded keys are cached per (session, files, DV ids). The two scans are unioned.
+* The planned DataFrame is cached per (session, table root, schema, files with their DVs):
+  a notebook querying the same version again skips the file listing and per-file tables;
+  only the data files' presence is re-checked (``os.path.isfile``).
 
 Strategy measurements (``local[2]``, 5M rows (id, value, name) in 32 files, 1 % random
 rows deleted in every file; warm best-of-5 seconds, the plain ``spark.read.parquet`` scan of
@@ -29,6 +35,33 @@ the same files in brackets; count / sum(value)):
   2.9x / 2.2x, plus ~0.1 s to plan a scan (``inputFiles``, per-file tables)
 * per-batch bitmap filtering in ``mapInArrow`` (all columns through Python): 10.3 / 6.8
 * scalar pandas UDF filter on (file_path, row_index) (only those go through Python): 10.5 / 6.0
+
+Round 2 (issue 10), same table shape; the machine was shared with ~8 other Spark jobs
+(load average 9-35 on 2 cores), so absolute seconds are inflated and noisy, and only
+ratios measured in one run mean much:
+
+* ``NOT (key IN (...))`` as one filter (Spark's ``InSet``), the set written as SQL text:
+  10.7 s only to parse and analyse 50k literals (a ``Column`` per literal from Python is a
+  Py4J call each, slower still); rejected. Spark has no cheap way to ship a large literal
+  set from Python, so the broadcast anti-join stays.
+* ``_metadata.file_size`` instead of ``crc32(path)`` as the file key: computing the key
+  over 2M rows 0.365 vs 0.374 s (no gain) and sizes collide (28 distinct in 31 files);
+  rejected.
+* The floor of any row-level DV filter: counting 2M rows with ``row_index`` in the scan
+  costs 0.41 s vs 0.22 s for a plain count (which decodes no column at all), so count
+  cannot reach 1.3x while the DVs are applied row by row; the anti-join adds ~0.15 s more.
+* Expanding DVs on the driver instead of in a Python stage: first query of a version
+  15.6 -> 5.9 s (2M rows, 31 files, loaded machine); warm queries unchanged (1.03 / 0.91
+  old, 1.10 / 0.74 new [0.42 / 0.75]).
+* Planning a scan cost 0.6-1.7 s under that load (``spark.read`` listing, ``inputFiles``,
+  per-file tables); the plan cache makes it ~0 for a repeated version.
+* ``benchmarks/scan.py`` end to end with both changes (5M rows, 32 files, loaded):
+  1 % deleted: count 0.93 [0.37] = 2.5x, sum 1.12 [0.31] = 3.7x; 10 % deleted: count 2.64
+  [0.19] = 14x, sum 2.19 [0.37] = 5.9x. At 10 % the per-query broadcast of 500k keys
+  (collect from the cache, build the hash relation, ship it) dominates: next step is a
+  dense per-file key (file ordinal * max rows + row_index, so Spark's ``LongHashedRelation``
+  can use its array mode) or keeping the large-DV side as a bucketed/sorted cached table.
+
 The long-key anti-join with cached keys is the default; DV-free files skip it entirely (plain
 scan unioned in). The remaining gap is per-row work (row index, key, hash probe) that a
 plain count does not do at all. ``benchmarks/scan.py`` prints the end-to-end numbers.

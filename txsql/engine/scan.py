@@ -170,7 +170,7 @@ _GLOB_CHARS = "\\{}[]*?"
 _DVS_PER_TASK = 32
 # Deleted rows up to which the driver expands DVs itself (8 bytes each, for one moment):
 # beyond it the expansion runs on the executors, so driver memory stays bounded.
-_DRIVER_EXPANSION_ROWS = 2_000_000
+_DRIVER_EXPANSION_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -373,7 +373,10 @@ def _drop_deleted(
     cardinality = sum(_dv(f).cardinality for f in files)
     if rows is None and cardinality <= _DRIVER_EXPANSION_ROWS:
         table = _expand_on_driver(files, root, long_keys, names)
-        rows = _DV_CACHE.put(cache_key, spark.createDataFrame(table), cardinality)
+        # Checkpointed: a DataFrame made from local data carries the rows in its plan, and
+        # every later query would re-analyse them (1.7 vs 0.9 s at 200k keys).
+        local = spark.createDataFrame(table).localCheckpoint(eager=True)
+        rows = _DV_CACHE.put(cache_key, local, cardinality)
     if rows is None:
         source = spark.createDataFrame(_descriptor_table(files))
         tasks = min(len(files) // _DVS_PER_TASK + 1, 64)

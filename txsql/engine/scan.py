@@ -51,16 +51,24 @@ ratios measured in one run mean much:
   costs 0.41 s vs 0.22 s for a plain count (which decodes no column at all), so count
   cannot reach 1.3x while the DVs are applied row by row; the anti-join adds ~0.15 s more.
 * Expanding DVs on the driver instead of in a Python stage: first query of a version
-  15.6 -> 5.9 s (2M rows, 31 files, loaded machine); warm queries unchanged (1.03 / 0.91
-  old, 1.10 / 0.74 new [0.42 / 0.75]).
+  15.6 -> 5.9 s (2M rows, 31 files, 1 %, loaded machine); warm queries unchanged (1.03 /
+  0.91 old, 1.10 / 0.74 new [0.42 / 0.75]). But a DataFrame made from driver data keeps
+  the rows in its plan and every query re-analyses them: at 10 % (200k keys, 2M rows) warm
+  count 1.70 s vs 0.90 s for executor expansion. Local-checkpointing the keys (the plan
+  keeps only a reference) removed that gap (2.01 vs 2.02 s in a noisier run), so
+  driver-built keys are checkpointed, and above ``_DRIVER_EXPANSION_ROWS`` (1M) the
+  executors expand.
 * Planning a scan cost 0.6-1.7 s under that load (``spark.read`` listing, ``inputFiles``,
   per-file tables); the plan cache makes it ~0 for a repeated version.
-* ``benchmarks/scan.py`` end to end with both changes (5M rows, 32 files, loaded):
-  1 % deleted: count 0.93 [0.37] = 2.5x, sum 1.12 [0.31] = 3.7x; 10 % deleted: count 2.64
-  [0.19] = 14x, sum 2.19 [0.37] = 5.9x. At 10 % the per-query broadcast of 500k keys
-  (collect from the cache, build the hash relation, ship it) dominates: next step is a
-  dense per-file key (file ordinal * max rows + row_index, so Spark's ``LongHashedRelation``
-  can use its array mode) or keeping the large-DV side as a bucketed/sorted cached table.
+* ``benchmarks/scan.py`` end to end (5M rows, 32 files, loaded machine; run A without the
+  checkpoint, run B final; the plain scan itself moved 2x between runs): 1 % deleted:
+  count 0.93 / 2.36 [0.37 / 0.72] = 2.5x / 3.3x, sum 1.12 / 1.89 [0.31 / 0.42] = 3.7x /
+  4.6x; 10 % deleted: count 2.64 / 1.59 [0.19 / 0.22] = 14x / 7.2x, sum 2.19 / 1.48
+  [0.37 / 0.27] = 5.9x / 5.4x. The goal (<= 1.3x) is not met. At 10 % the per-query
+  broadcast of 500k keys (read from the cache, build the hash relation, ship it)
+  dominates. Next steps: compact per-file keys (file ordinal * rows + row_index) so the
+  hash relation can use its dense array mode for dense deletes, and answering a bare
+  ``count()`` from the log (numRecords minus DV cardinality) in the planner.
 
 The long-key anti-join with cached keys is the default; DV-free files skip it entirely (plain
 scan unioned in). The remaining gap is per-row work (row index, key, hash probe) that a

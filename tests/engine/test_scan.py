@@ -12,6 +12,7 @@ from pyroaring import BitMap64
 
 from txsql.dv.store import write_deletion_vectors
 from txsql.engine import scan as scan_module
+from txsql.engine import scan_cache
 from txsql.engine.scan import resolve_path, scan_snapshot
 from txsql.engine.write import write_data_files
 from txsql.errors import CorruptDeletionVectorError, TxSqlError
@@ -174,8 +175,8 @@ def test_dv_expansion_on_driver_and_executors(
     spark: Any, fixtures_dir: Path, monkeypatch: Any, where: str
 ) -> None:
     # A fresh cache so each expansion path really runs; a limit of -1 forces the executors.
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_module._DeletedRowsCache())
-    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_module._ScanCache())
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
     if where == "executors":
         monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
     snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
@@ -189,8 +190,8 @@ def test_dv_expansion_on_driver_and_executors(
 def test_damaged_dv_is_a_typed_error(
     spark: Any, tmp_path: Path, monkeypatch: Any, where: str
 ) -> None:
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_module._DeletedRowsCache())
-    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_module._ScanCache())
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
     if where == "executors":
         monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
     root = tmp_path / "t"
@@ -212,8 +213,8 @@ def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypat
             return 7
 
     monkeypatch.setattr(scan_module, "zlib", SameCrc)
-    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_module._ScanCache())
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_module._DeletedRowsCache())
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
     snapshot = DeltaLog.for_path(
         str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")
     ).snapshot(1)

@@ -79,9 +79,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
@@ -98,6 +96,7 @@ from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.failures import typed_engine_error
 from txsql.engine.names import fresh_names
+from txsql.engine.scan_cache import DeletedRowsCache, ScanCache
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.errors import TxSqlError
 from txsql.log.actions import AddFile
@@ -272,34 +271,7 @@ def _scan_key(spark: SparkSession, snapshot: Snapshot, with_row_ids: bool) -> tu
     return (id(spark), snapshot.table_root, with_row_ids, schema, layout, files)
 
 
-class _ScanCache:
-    """Planned scans of recent table versions, per session (a small LRU of DataFrames).
-
-    Planning a scan lists the files through Spark and builds per-file tables: 0.1-0.3 s on
-    ``local[2]``, as much as a warm scan of 5M rows costs. A table version's files are
-    immutable, so a notebook querying the same version again reuses the plan.
-    """
-
-    def __init__(self, max_entries: int = 32) -> None:
-        self._entries: OrderedDict[tuple[Any, ...], DataFrame] = OrderedDict()
-        self._max_entries = max_entries
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> DataFrame | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-            return hit
-
-    def put(self, key: tuple[Any, ...], df: DataFrame) -> None:
-        with self._lock:
-            self._entries[key] = df
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
-
-
-_SCAN_CACHE = _ScanCache()
+_SCAN_CACHE = ScanCache()
 
 
 def resolve_path(table_root: str, path: str) -> str:
@@ -409,50 +381,7 @@ def _drop_deleted(
     return df.join(F.broadcast(rows), cond, "left_anti")
 
 
-class _DeletedRowsCache:
-    """Expanded DV keys of recent scans, cached in Spark memory.
-
-    DV files are immutable and named by their descriptors, so a (session, file, DV id) set
-    always expands to the same rows. Caching skips the Python expansion stage (0.4-0.6 s on
-    ``local[2]``) when a notebook queries the same table version again. Bounded by entries
-    and by deleted rows (8-16 bytes each in the cache).
-    """
-
-    def __init__(self, max_entries: int = 16, max_rows: int = 20_000_000) -> None:
-        self._entries: OrderedDict[tuple[Any, ...], tuple[DataFrame, int]] = OrderedDict()
-        self._max_entries = max_entries
-        self._max_rows = max_rows
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> DataFrame | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
-            self._entries.move_to_end(key)
-            return hit[0]
-
-    def discard(self, key: tuple[Any, ...]) -> None:
-        with self._lock:
-            hit = self._entries.pop(key, None)
-        if hit is not None:
-            hit[0].unpersist()
-
-    def put(self, key: tuple[Any, ...], rows: DataFrame, count: int) -> DataFrame:
-        if count > self._max_rows:
-            return rows
-        cached = rows.cache()
-        with self._lock:
-            self._entries[key] = (cached, count)
-            while len(self._entries) > self._max_entries or (
-                sum(n for _, n in self._entries.values()) > self._max_rows
-            ):
-                _, (old, _) = self._entries.popitem(last=False)
-                old.unpersist()
-        return cached
-
-
-_DV_CACHE = _DeletedRowsCache()
+_DV_CACHE = DeletedRowsCache()
 
 
 def _expand_now(rows: DataFrame, cache_key: tuple[Any, ...]) -> None:

@@ -12,8 +12,10 @@ from pyroaring import BitMap64
 
 from txsql.dv.store import write_deletion_vectors
 from txsql.engine import scan as scan_module
+from txsql.engine import scan_cache
 from txsql.engine.scan import resolve_path, scan_snapshot
 from txsql.engine.write import write_data_files
+from txsql.errors import CorruptDeletionVectorError, TxSqlError
 from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile
 from txsql.log.codec import encode_commit
 from txsql.log.deltalog import DeltaLog
@@ -168,6 +170,42 @@ def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_dv_expansion_on_driver_and_executors(
+    spark: Any, fixtures_dir: Path, monkeypatch: Any, where: str
+) -> None:
+    # A fresh cache so each expansion path really runs; a limit of -1 forces the executors.
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if where == "executors":
+        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+    snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
+    df = scan_snapshot(spark, snapshot)
+    assert sorted(r.value for r in df.collect()) == sorted(
+        set(range(2000)) - {0, 180, 300, 700, 1800}
+    )
+
+
+@pytest.mark.parametrize("where", ["driver", "executors"])
+def test_damaged_dv_is_a_typed_error(
+    spark: Any, tmp_path: Path, monkeypatch: Any, where: str
+) -> None:
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if where == "executors":
+        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long")])
+    (add,) = write_data_files(spark, spark.range(10).coalesce(1), str(root), meta)
+    commit(root, 0, [DV_PROTOCOL, meta, add])
+    commit(root, 1, with_dv(root, add, [1, 2]))
+    snap = DeltaLog.for_path(str(root)).snapshot()
+    (dv_file,) = root.rglob("*.bin")
+    dv_file.write_bytes(dv_file.read_bytes()[:-3])  # truncated: checksum and size fail
+    with pytest.raises(CorruptDeletionVectorError):
+        scan_snapshot(spark, snap).collect()
+
+
 def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypatch: Any) -> None:
     class SameCrc:
         @staticmethod
@@ -175,12 +213,32 @@ def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypat
             return 7
 
     monkeypatch.setattr(scan_module, "zlib", SameCrc)
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
     snapshot = DeltaLog.for_path(
         str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")
     ).snapshot(1)
     df = scan_snapshot(spark, snapshot, with_row_ids=True)
     expected = set(range(2000)) - {0, 180, 308, 225, 756, 1007, 1503}
     assert sorted((r.id, r.partCol) for r in df.collect()) == sorted((i, i % 10) for i in expected)
+
+
+def test_plan_reused_per_version_and_missing_file_still_typed(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long")])
+    adds = write_data_files(spark, spark.range(6).repartition(2), str(root), meta)
+    commit(root, 0, [DV_PROTOCOL, meta, *adds])
+    commit(root, 1, with_dv(root, adds[0], [0]))
+    log = DeltaLog.for_path(str(root))
+    first = scan_snapshot(spark, log.snapshot())
+    # A fresh Snapshot object of the same version reuses the plan; another version does not.
+    assert scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot()) is first
+    assert scan_snapshot(spark, log.snapshot(0)) is not first
+    assert sorted(r.id for r in scan_snapshot(spark, log.snapshot(0)).collect()) == list(range(6))
+    assert len(first.collect()) == 5
+    Path(resolve_path(str(root), adds[1].path)).unlink()
+    with pytest.raises(TxSqlError, match="missing"):
+        scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot())
 
 
 def test_empty_table(spark: Any, tmp_path: Path) -> None:

@@ -13,9 +13,15 @@ How a scan is built:
   are distinct (checked on the driver), else the path string itself: a long key keeps the
   join on Spark's fast ``LongHashedRelation`` path.
 * Deletion vectors: files without a DV are read by a plain scan; files with one are read
-  with ``_metadata.row_index`` and anti-joined (broadcast) with their deleted rows, which a
-  ``mapInArrow`` expands from the descriptors on the executors (each task reads its DV files
-  itself; nothing row-sized passes through the driver). The two scans are unioned.
+  with ``_metadata.row_index`` and anti-joined (broadcast) with their deleted rows, keyed by
+  one long ``crc32(path) << 32 | row_index``. Up to ``_DRIVER_EXPANSION_ROWS`` deleted rows
+  the driver reads the bitmaps itself (well under a millisecond per DV) and hands the keys
+  to Spark as an Arrow table; above it a ``mapInArrow`` expands them on the executors (each
+  task reads its DV files itself; nothing row-sized passes through the driver). The
+  expanded keys are cached per (session, files, DV ids). The two scans are unioned.
+* The planned DataFrame is cached per (session, table root, schema, files with their DVs):
+  a notebook querying the same version again skips the file listing and per-file tables;
+  only the data files' presence is re-checked (``os.path.isfile``).
 
 Strategy measurements (``local[2]``, 5M rows (id, value, name) in 32 files, 1 % random
 rows deleted in every file; warm best-of-5 seconds, the plain ``spark.read.parquet`` scan of
@@ -29,6 +35,41 @@ the same files in brackets; count / sum(value)):
   2.9x / 2.2x, plus ~0.1 s to plan a scan (``inputFiles``, per-file tables)
 * per-batch bitmap filtering in ``mapInArrow`` (all columns through Python): 10.3 / 6.8
 * scalar pandas UDF filter on (file_path, row_index) (only those go through Python): 10.5 / 6.0
+
+Round 2 (issue 10), same table shape; the machine was shared with ~8 other Spark jobs
+(load average 9-35 on 2 cores), so absolute seconds are inflated and noisy, and only
+ratios measured in one run mean much:
+
+* ``NOT (key IN (...))`` as one filter (Spark's ``InSet``), the set written as SQL text:
+  10.7 s only to parse and analyse 50k literals (a ``Column`` per literal from Python is a
+  Py4J call each, slower still); rejected. Spark has no cheap way to ship a large literal
+  set from Python, so the broadcast anti-join stays.
+* ``_metadata.file_size`` instead of ``crc32(path)`` as the file key: computing the key
+  over 2M rows 0.365 vs 0.374 s (no gain) and sizes collide (28 distinct in 31 files);
+  rejected.
+* The floor of any row-level DV filter: counting 2M rows with ``row_index`` in the scan
+  costs 0.41 s vs 0.22 s for a plain count (which decodes no column at all), so count
+  cannot reach 1.3x while the DVs are applied row by row; the anti-join adds ~0.15 s more.
+* Expanding DVs on the driver instead of in a Python stage: first query of a version
+  15.6 -> 5.9 s (2M rows, 31 files, 1 %, loaded machine); warm queries unchanged (1.03 /
+  0.91 old, 1.10 / 0.74 new [0.42 / 0.75]). But a DataFrame made from driver data keeps
+  the rows in its plan and every query re-analyses them: at 10 % (200k keys, 2M rows) warm
+  count 1.70 s vs 0.90 s for executor expansion. Local-checkpointing the keys (the plan
+  keeps only a reference) removed that gap (2.01 vs 2.02 s in a noisier run), so
+  driver-built keys are checkpointed, and above ``_DRIVER_EXPANSION_ROWS`` (1M) the
+  executors expand.
+* Planning a scan cost 0.6-1.7 s under that load (``spark.read`` listing, ``inputFiles``,
+  per-file tables); the plan cache makes it ~0 for a repeated version.
+* ``benchmarks/scan.py`` end to end (5M rows, 32 files, loaded machine; run A without the
+  checkpoint, run B final; the plain scan itself moved 2x between runs): 1 % deleted:
+  count 0.93 / 2.36 [0.37 / 0.72] = 2.5x / 3.3x, sum 1.12 / 1.89 [0.31 / 0.42] = 3.7x /
+  4.6x; 10 % deleted: count 2.64 / 1.59 [0.19 / 0.22] = 14x / 7.2x, sum 2.19 / 1.48
+  [0.37 / 0.27] = 5.9x / 5.4x. The goal (<= 1.3x) is not met. At 10 % the per-query
+  broadcast of 500k keys (read from the cache, build the hash relation, ship it)
+  dominates. Next steps: compact per-file keys (file ordinal * rows + row_index) so the
+  hash relation can use its dense array mode for dense deletes, and answering a bare
+  ``count()`` from the log (numRecords minus DV cardinality) in the planner.
+
 The long-key anti-join with cached keys is the default; DV-free files skip it entirely (plain
 scan unioned in). The remaining gap is per-row work (row index, key, hash probe) that a
 plain count does not do at all. ``benchmarks/scan.py`` prints the end-to-end numbers.
@@ -36,27 +77,30 @@ plain count does not do at all. ``benchmarks/scan.py`` prints the end-to-end num
 
 from __future__ import annotations
 
+import json
 import os
-import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
+from txsql.dv.store import read_deletion_vector
 from txsql.engine.failures import typed_engine_error
 from txsql.engine.names import fresh_names
+from txsql.engine.scan_cache import DeletedRowsCache, ScanCache
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.errors import DataFileError, TxSqlError
 from txsql.log.actions import AddFile
+from txsql.storage.filesystem import LocalFileIO
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -131,6 +175,9 @@ def snapshot_row_ids(snapshot: Snapshot) -> tuple[str, str]:
 _GLOB_CHARS = "\\{}[]*?"
 # DV files per expansion task: enough to amortise a Python task, few enough to parallelise.
 _DVS_PER_TASK = 32
+# Deleted rows up to which the driver expands DVs itself (8 bytes each, for one moment):
+# beyond it the expansion runs on the executors, so driver memory stays bounded.
+_DRIVER_EXPANSION_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -171,6 +218,27 @@ def scan_snapshot(
     if not snapshot.files:
         return _empty(spark, schema, with_row_ids, h)
     files = [_ScanFile(f, resolve_path(snapshot.table_root, f.path)) for f in snapshot.files]
+    key = _scan_key(spark, snapshot, with_row_ids)
+    cached = _SCAN_CACHE.get(key)
+    if cached is not None and cached.sparkSession is spark:
+        # Planned before: only re-check that no data file vanished since (VACUUM, a manual
+        # delete), which the planning below would have reported.
+        _raise_missing([f.local_path for f in files if not os.path.isfile(f.local_path)])
+        return cached
+    df = _plan_scan(spark, snapshot, schema, files, with_row_ids, h)
+    _SCAN_CACHE.put(key, df)
+    return df
+
+
+def _plan_scan(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    schema: TableSchema,
+    files: list[_ScanFile],
+    with_row_ids: bool,
+    h: _Helpers,
+) -> DataFrame:
+    """The scan DataFrame: plain and DV files read, DVs applied, constants joined."""
     constants = with_row_ids or bool(schema.partition_columns)
     plain = [f for f in files if f.add.deletion_vector is None]
     deleted = [f for f in files if f.add.deletion_vector is not None]
@@ -197,6 +265,19 @@ def scan_snapshot(
     if constants:
         df = _join_constants(spark, df, schema, scanned, long_keys, with_row_ids, h)
     return df.select(_output_columns(schema, with_row_ids, h))
+
+
+def _scan_key(spark: SparkSession, snapshot: Snapshot, with_row_ids: bool) -> tuple[Any, ...]:
+    """What a scan's plan depends on: session, table root, schema and every file with its DV."""
+    files = tuple(
+        (f.path, f.dv_id, f.size, tuple(sorted(f.partition_values.items()))) for f in snapshot.files
+    )
+    schema = json.dumps(snapshot.schema_json, sort_keys=True)
+    layout = (tuple(snapshot.partition_columns), snapshot.column_mapping_mode)
+    return (id(spark), snapshot.table_root, with_row_ids, schema, layout, files)
+
+
+_SCAN_CACHE = ScanCache()
 
 
 def resolve_path(table_root: str, path: str) -> str:
@@ -234,16 +315,20 @@ def _read(spark: SparkSession, schema: TableSchema, files: list[_ScanFile]) -> D
         # inputFiles() says file:///x where _metadata.file_path says file:/x.
         spark_path = "file:/" + uri[len("file:") :].lstrip("/")
         seen[os.path.normpath(unquote(urlparse(spark_path).path))] = spark_path
-    missing = [f.local_path for f in files if f.local_path not in seen]
+    _raise_missing([f.local_path for f in files if f.local_path not in seen])
+    for i, f in enumerate(files):
+        files[i] = _ScanFile(f.add, f.local_path, seen[f.local_path])
+    return df
+
+
+def _raise_missing(missing: list[str]) -> None:
+    """The typed error for data files Spark cannot read, if there are any."""
     if missing:
         raise DataFileError(
             f"{len(missing)} data file(s) are missing or unreadable, e.g. {missing[0]}",
             hint="Files deleted outside the log (or named with a leading '_' or '.', which "
             "Spark skips) cannot be read; RESTORE an older version or repair the table.",
         )
-    for i, f in enumerate(files):
-        files[i] = _ScanFile(f.add, f.local_path, seen[f.local_path])
-    return df
 
 
 def _escape_glob(path: str) -> str:
@@ -262,7 +347,69 @@ def _drop_deleted(
     h: _Helpers,
 ) -> DataFrame:
     """Anti-join ``df`` with the deleted rows of ``files``, expanded on the executors."""
-    descriptors = pa.table(
+    names = (h.dv_key, h.dv_path, h.dv_row)
+    cache_key = (
+        id(spark),
+        root,
+        long_keys,
+        names,
+        tuple((f.spark_path, f.add.dv_id) for f in files),
+    )
+    rows = _DV_CACHE.get(cache_key)
+    cardinality = sum(_dv(f).cardinality for f in files)
+    if rows is None and cardinality <= _DRIVER_EXPANSION_ROWS:
+        table = _expand_on_driver(files, root, long_keys, names)
+        # Checkpointed: a DataFrame made from local data carries the rows in its plan, and
+        # every later query would re-analyse them (1.7 vs 0.9 s at 200k keys).
+        local = spark.createDataFrame(table).localCheckpoint(eager=True)
+        rows = _DV_CACHE.put(cache_key, local, cardinality)
+    if rows is None:
+        source = spark.createDataFrame(_descriptor_table(files))
+        tasks = min(len(files) // _DVS_PER_TASK + 1, 64)
+        if tasks > 1:
+            source = source.repartition(tasks)
+        if long_keys:
+            out = StructType([StructField(h.dv_key, LongType(), False)])
+        else:
+            out = StructType(
+                [
+                    StructField(h.dv_path, StringType(), False),
+                    StructField(h.dv_row, LongType(), False),
+                ]
+            )
+        rows = source.mapInArrow(_expander(root, long_keys, names), out)
+        rows = _DV_CACHE.put(cache_key, rows, cardinality)
+        if _DV_CACHE.get(cache_key) is rows:
+            _expand_now(rows, cache_key)
+    if long_keys:
+        return df.join(F.broadcast(rows), F.col(h.dv_key) == _row_key(h), "left_anti")
+    cond = (F.col(h.key) == F.col(h.dv_path)) & (F.col(h.row) == F.col(h.dv_row))
+    return df.join(F.broadcast(rows), cond, "left_anti")
+
+
+_DV_CACHE = DeletedRowsCache()
+
+
+def _expand_now(rows: DataFrame, cache_key: tuple[Any, ...]) -> None:
+    """Fill the cache entry now, so a damaged DV file fails the statement with a typed error.
+
+    Left lazy, the expansion would run inside the user's first action on the result and
+    surface as a raw worker exception there. The broadcast anti-join needs every deleted
+    row anyway, so expanding now adds one small job, no extra reading.
+    """
+    try:
+        rows.count()
+    except Exception as e:
+        _DV_CACHE.discard(cache_key)
+        typed = typed_engine_error(e)
+        if typed is None:
+            raise
+        raise typed from None
+
+
+def _descriptor_table(files: Sequence[_ScanFile]) -> pa.Table:
+    """The DV descriptors of ``files`` as rows, the input of the executor expansion."""
+    return pa.table(
         {
             "path": [f.spark_path for f in files],
             "storage_type": [_dv(f).storage_type for f in files],
@@ -281,101 +428,34 @@ def _drop_deleted(
             ),
         }
     )
-    names = (h.dv_key, h.dv_path, h.dv_row)
-    cache_key = (
-        id(spark),
-        root,
-        long_keys,
-        names,
-        tuple((f.spark_path, f.add.dv_id) for f in files),
-    )
-    rows = _DV_CACHE.get(cache_key)
-    if rows is None:
-        source = spark.createDataFrame(descriptors)
-        tasks = min(len(files) // _DVS_PER_TASK + 1, 64)
-        if tasks > 1:
-            source = source.repartition(tasks)
+
+
+def _expand_on_driver(
+    files: Sequence[_ScanFile], root: str, long_keys: bool, names: tuple[str, str, str]
+) -> pa.Table:
+    """The deleted-row keys of ``files`` as an Arrow table, read by the driver itself.
+
+    Below ``_DRIVER_EXPANSION_ROWS`` deleted rows this beats the executor expansion by the
+    whole Python stage (a Spark job with Python workers, 0.4-0.6 s on ``local[2]``): the
+    bitmaps are small and read in well under a millisecond each. A damaged DV raises its
+    typed error here, before any Spark job starts.
+    """
+    fs = LocalFileIO()
+    dv_key, dv_path, dv_row = names
+    chunks: list[np.ndarray] = []
+    paths: list[str] = []
+    for f in files:
+        rows = np.asarray(read_deletion_vector(_dv(f), root, fs).to_array(), dtype=np.int64)
         if long_keys:
-            out = StructType([StructField(h.dv_key, LongType(), False)])
+            crc = np.int64(zlib.crc32(f.spark_path.encode("utf-8")))
+            rows = np.left_shift(crc, np.int64(32)) | rows
         else:
-            out = StructType(
-                [
-                    StructField(h.dv_path, StringType(), False),
-                    StructField(h.dv_row, LongType(), False),
-                ]
-            )
-        rows = source.mapInArrow(_expander(root, long_keys, names), out)
-        cardinality = sum(_dv(f).cardinality for f in files)
-        rows = _DV_CACHE.put(cache_key, rows, cardinality)
-        if _DV_CACHE.get(cache_key) is rows:
-            _expand_now(rows, cache_key)
+            paths += [f.spark_path] * len(rows)
+        chunks.append(rows)
+    keys = pa.array(np.concatenate(chunks) if chunks else np.empty(0, np.int64), pa.int64())
     if long_keys:
-        return df.join(F.broadcast(rows), F.col(h.dv_key) == _row_key(h), "left_anti")
-    cond = (F.col(h.key) == F.col(h.dv_path)) & (F.col(h.row) == F.col(h.dv_row))
-    return df.join(F.broadcast(rows), cond, "left_anti")
-
-
-class _DeletedRowsCache:
-    """Expanded DV keys of recent scans, cached in Spark memory.
-
-    DV files are immutable and named by their descriptors, so a (session, file, DV id) set
-    always expands to the same rows. Caching skips the Python expansion stage (0.4-0.6 s on
-    ``local[2]``) when a notebook queries the same table version again. Bounded by entries
-    and by deleted rows (8-16 bytes each in the cache).
-    """
-
-    def __init__(self, max_entries: int = 16, max_rows: int = 20_000_000) -> None:
-        self._entries: OrderedDict[tuple[Any, ...], tuple[DataFrame, int]] = OrderedDict()
-        self._max_entries = max_entries
-        self._max_rows = max_rows
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> DataFrame | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
-            self._entries.move_to_end(key)
-            return hit[0]
-
-    def discard(self, key: tuple[Any, ...]) -> None:
-        with self._lock:
-            hit = self._entries.pop(key, None)
-        if hit is not None:
-            hit[0].unpersist()
-
-    def put(self, key: tuple[Any, ...], rows: DataFrame, count: int) -> DataFrame:
-        if count > self._max_rows:
-            return rows
-        cached = rows.cache()
-        with self._lock:
-            self._entries[key] = (cached, count)
-            while len(self._entries) > self._max_entries or (
-                sum(n for _, n in self._entries.values()) > self._max_rows
-            ):
-                _, (old, _) = self._entries.popitem(last=False)
-                old.unpersist()
-        return cached
-
-
-_DV_CACHE = _DeletedRowsCache()
-
-
-def _expand_now(rows: DataFrame, cache_key: tuple[Any, ...]) -> None:
-    """Fill the cache entry now, so a damaged DV file fails the statement with a typed error.
-
-    Left lazy, the expansion would run inside the user's first action on the result and
-    surface as a raw worker exception there. The broadcast anti-join needs every deleted
-    row anyway, so expanding now adds one small job, no extra reading.
-    """
-    try:
-        rows.count()
-    except Exception as e:
-        _DV_CACHE.discard(cache_key)
-        typed = typed_engine_error(e)
-        if typed is None:
-            raise
-        raise typed from None
+        return pa.table({dv_key: keys})
+    return pa.table({dv_path: pa.array(paths, pa.string()), dv_row: keys})
 
 
 def _dv(f: _ScanFile) -> DeletionVectorDescriptor:

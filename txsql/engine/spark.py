@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import SparkStartError
@@ -105,7 +105,7 @@ def warm_session(spark: SparkSession) -> None:
         raise RuntimeError(f"the warm-up query returned {len(rows)} rows instead of 1")
 
 
-def _same_batches(batches: Iterator[Any]) -> Iterator[Any]:
+def _same_batches(batches: Iterable[Any]) -> Iterable[Any]:
     yield from batches
 
 

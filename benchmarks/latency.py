@@ -59,7 +59,7 @@ def first_statement(warehouse: str) -> dict[str, float]:
     shell.run_line_magic("load_ext", "txsql")
     loaded = time.perf_counter()
     shell.run_line_magic("config", f"TxSql.warehouse = {warehouse!r}")
-    result = shell.run_cell_magic("txsql", "-q", f"INSERT INTO t VALUES {VALUES}")
+    result = shell.run_cell_magic("txsql", "", f"INSERT INTO t VALUES {VALUES}")
     assert result is None or "WRITE" in repr(result), result
     done = time.perf_counter()
     return {"seconds": done - started, "load_ext": loaded - started}

@@ -12,7 +12,9 @@ counted, as in a new notebook:
 2. ``first statement, background start``: in an in-process IPython shell, the time from
    ``%load_ext txsql`` to the end of the first ``%%txsql`` cell, a 10-row ``INSERT ...
    VALUES`` into an existing table, run right after the load (no think time: the worst case
-   for the background start; with a few seconds of typing the wait shrinks by as much).
+   for the background start).
+   Also the cell's own time when the user takes ``TXSQL_BENCH_THINK`` seconds (default 5)
+   to type it after the load: what the notebook user actually waits for.
 3. ``first statement, no background start``: the same with ``TXSQL_BACKGROUND_START=0``
    (Spark starts when the statement needs it; the behaviour before the background start).
 4. ``10-row INSERT, warm``: the median of ``TXSQL_BENCH_INSERTS`` ``Session.sql("INSERT INTO
@@ -36,6 +38,7 @@ from collections import defaultdict
 from typing import Any
 
 RUNS = int(os.environ.get("TXSQL_BENCH_RUNS", "3"))
+THINK = float(os.environ.get("TXSQL_BENCH_THINK", "5"))
 INSERTS = int(os.environ.get("TXSQL_BENCH_INSERTS", "15"))
 VALUES = ", ".join(f"({i}, 'name-{i}', {i}.25)" for i in range(10))
 SCHEMA = "id BIGINT, name STRING, v DOUBLE"
@@ -51,18 +54,24 @@ def spark_start() -> dict[str, float]:
     return {"seconds": time.perf_counter() - started}
 
 
-def first_statement(warehouse: str) -> dict[str, float]:
+def first_statement(warehouse: str, think: float) -> dict[str, float]:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
     started = time.perf_counter()
     shell.run_line_magic("load_ext", "txsql")
     loaded = time.perf_counter()
+    time.sleep(think)  # the user typing the first cell
     shell.run_line_magic("config", f"TxSql.warehouse = {warehouse!r}")
+    cell_started = time.perf_counter()
     result = shell.run_cell_magic("txsql", "", f"INSERT INTO t VALUES {VALUES}")
     assert result is None or "WRITE" in repr(result), result
     done = time.perf_counter()
-    return {"seconds": done - started, "load_ext": loaded - started}
+    return {
+        "seconds": done - started - think,
+        "load_ext": loaded - started,
+        "cell": done - cell_started,
+    }
 
 
 def warm_inserts(warehouse: str) -> dict[str, Any]:
@@ -107,8 +116,11 @@ def warm_inserts(warehouse: str) -> dict[str, Any]:
     }
 
 
-def _child(mode: str, warehouse: str, background: bool = True) -> dict[str, Any]:
+def _child(
+    mode: str, warehouse: str, background: bool = True, think: float = 0.0
+) -> dict[str, Any]:
     env = dict(os.environ, TXSQL_BACKGROUND_START="1" if background else "0")
+    env["TXSQL_BENCH_THINK_NOW"] = str(think)
     env.setdefault("PYTHONPATH", os.getcwd())
     out = subprocess.run(
         [sys.executable, __file__, "--child", mode, warehouse],
@@ -126,11 +138,12 @@ def _child(mode: str, warehouse: str, background: bool = True) -> dict[str, Any]
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="txsql-latency-") as warehouse:
         insert = _child("inserts", warehouse)  # also creates the table the cold runs use
-        peers, background, foreground = [], [], []
-        for _ in range(RUNS):  # interleaved, so machine load hits all three alike
+        peers, background, foreground, typed = [], [], [], []
+        for _ in range(RUNS):  # interleaved, so machine load hits all of them alike
             peers.append(_child("spark_start", warehouse)["seconds"])
             background.append(_child("first", warehouse)["seconds"])
             foreground.append(_child("first", warehouse, background=False)["seconds"])
+            typed.append(_child("first", warehouse, think=THINK)["cell"])
     peer = statistics.median(peers)
     print(f"medians of {RUNS} fresh processes (machine may be shared: compare within a run)")
     print(f"  spark start (peer)                      {peer:6.2f} s   {_all(peers)}")
@@ -140,6 +153,10 @@ def main() -> None:
     print(
         f"  first statement, no background start    {statistics.median(foreground):6.2f} s"
         f"   {_all(foreground)}"
+    )
+    print(
+        f"  first cell's own time after {THINK:g} s of typing {statistics.median(typed):6.2f} s"
+        f"   {_all(typed)}"
     )
     print(f"10-row INSERT ... VALUES, warm session, median of {INSERTS}:")
     print(f"  total                                   {insert['median']:6.3f} s   (goal <= 0.25 s)")
@@ -158,7 +175,7 @@ if __name__ == "__main__":
         if mode == "spark_start":
             result: dict[str, Any] = spark_start()
         elif mode == "first":
-            result = first_statement(warehouse)
+            result = first_statement(warehouse, float(os.environ["TXSQL_BENCH_THINK_NOW"]))
         else:
             result = warm_inserts(warehouse)
         print(json.dumps(result))

@@ -53,9 +53,7 @@ def test_load_ext_starts_spark_in_background_and_first_cell_uses_it(
         warmed.wait(5)  # hold the thread until the cell below is already waiting
         warm_session(session)
 
-    monkeypatch.setattr(
-        "txsql.magics.magic._warm_for_notebook", lambda session: warm(session)
-    )
+    monkeypatch.setattr("txsql.magics.magic._warm_for_notebook", lambda session: warm(session))
     txsql.load_ipython_extension(ip)
     loaded = magics_of(ip)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -21,7 +21,7 @@ __all__ = ["ip"]
 class _Lines:
     """Records what the progress display was asked to show."""
 
-    shown: list[str] = []
+    shown: ClassVar[list[str]] = []
 
     def show(self, text: str, html: str) -> None:
         assert text in html
@@ -49,11 +49,12 @@ def test_load_ext_starts_spark_in_background_and_first_cell_uses_it(
     before = magics_of(ip)
     warmed = threading.Event()
 
-    def warm(session: Any) -> None:
+    def warm(session: Any, keep_going: Any) -> None:
         warmed.wait(5)  # hold the thread until the cell below is already waiting
-        warm_session(session)
+        assert not keep_going(), "a waiting cell stops the warm-up"
+        warm_session(session, keep_going)
 
-    monkeypatch.setattr("txsql.magics.magic._warm_for_notebook", lambda session: warm(session))
+    monkeypatch.setattr("txsql.magics.magic._warm_for_notebook", warm)
     txsql.load_ipython_extension(ip)
     loaded = magics_of(ip)
     try:
@@ -97,8 +98,20 @@ def test_background_start_failure_is_a_typed_error_on_the_first_cell(
     assert cell(ip, "CREATE TABLE f (id INT)").results[0].operation == "CREATE TABLE"
 
 
+def test_warm_up_runs_every_step_until_a_cell_waits(spark: Any) -> None:
+    steps: list[bool] = []
+
+    def keep_going() -> bool:
+        steps.append(True)
+        return True
+
+    warm_session(spark, keep_going)  # write, read, mapInArrow: each checks its 1 row
+    assert len(steps) == 3
+    warm_session(spark, lambda: False)  # nothing to do once a cell waits
+
+
 def test_warm_up_failure_names_the_warm_step(spark: Any) -> None:
-    def broken_warm(session: Any) -> None:
+    def broken_warm(session: Any, keep_going: Any) -> None:
         raise ValueError("Python worker failed to connect back")
 
     started = BackgroundStart(start=lambda: spark, warm=broken_warm)

@@ -90,17 +90,32 @@ def wants_background_start(environ: Mapping[str, str] | None = None) -> bool:
     return SparkContext._active_spark_context is None and SparkSession.getActiveSession() is None
 
 
-def warm_session(spark: SparkSession) -> None:
-    """Load what the first statement needs, so the user's first cell does not pay for it.
+def warm_session(spark: SparkSession, keep_going: Callable[[], bool] = lambda: True) -> None:
+    """Load what the first statements need, so the user's first cell does not pay for it.
 
-    One tiny Parquet write and read (the JVM loads the Parquet writer, reader and codegen
-    classes) read through ``mapInArrow`` (Spark starts its Python worker daemon, which
-    imports txsql).
+    Steps, most needed first: a 1-row Parquet write (the JVM loads the Parquet writer and
+    codegen classes; every INSERT needs them), a read of it (every SELECT), and the same
+    read through ``mapInArrow`` (Spark starts its Python worker daemon, which imports
+    txsql; DML and deletion-vector scans need it). ``keep_going()`` is asked before each
+    step: once a cell waits, warming stops, because the cell's own statement loads what it
+    needs anyway and a step it does not need would only delay it (measured: read +
+    mapInArrow cost about as much as the write itself on a cold JVM).
     """
     with tempfile.TemporaryDirectory(prefix="txsql-warm-") as tmp:
         path = os.path.join(tmp, "warm")
+        if not keep_going():
+            return
         spark.range(1).selectExpr("id", "CAST(id AS STRING) AS s").write.parquet(path)
-        rows = spark.read.parquet(path).mapInArrow(_same_batches, "id long, s string").collect()
+        if not keep_going():
+            return
+        _expect_one_row(spark.read.parquet(path).collect())
+        if not keep_going():
+            return
+        schema = "id long, s string"
+        _expect_one_row(spark.read.parquet(path).mapInArrow(_same_batches, schema).collect())
+
+
+def _expect_one_row(rows: list[Any]) -> None:
     if len(rows) != 1:
         raise RuntimeError(f"the warm-up query returned {len(rows)} rows instead of 1")
 
@@ -119,23 +134,27 @@ class BackgroundStart:
     def __init__(
         self,
         start: Callable[[], SparkSession] | None = None,
-        warm: Callable[[SparkSession], None] | None = warm_session,
+        warm: Callable[[SparkSession, Callable[[], bool]], None] | None = warm_session,
     ) -> None:
         self._start = start if start is not None else local_session
         self._warm = warm
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
         self._stage = "starting"
+        self._waited_for = threading.Event()  # set once a cell waits: warming stops
         self.started_at = time.monotonic()
+        self.stage_seconds: dict[str, float] = {}  # how long starting and warming took
         self._thread = threading.Thread(target=self._run, name="txsql-spark-start", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
             session = self._start()
+            self.stage_seconds["start"] = self.elapsed()
             self._stage = "warming"
             if self._warm is not None:
-                self._warm(session)
+                self._warm(session, lambda: not self._waited_for.is_set())
+            self.stage_seconds["warm"] = self.elapsed() - self.stage_seconds["start"]
             self._session = session
         except BaseException as error:  # re-raised, typed, by wait()
             self._error = error
@@ -150,7 +169,11 @@ class BackgroundStart:
     def wait(
         self, on_tick: Callable[[float], None] | None = None, interval: float = 0.25
     ) -> SparkSession:
-        """The started session; ``on_tick(seconds since start)`` runs while waiting."""
+        """The started session; ``on_tick(seconds since start)`` runs while waiting.
+
+        Waiting stops the warm-up after its current step (see :func:`warm_session`).
+        """
+        self._waited_for.set()
         while self._thread.is_alive():
             if on_tick is not None:
                 on_tick(self.elapsed())

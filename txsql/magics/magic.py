@@ -8,6 +8,7 @@ without a Python traceback (see :mod:`txsql.magics.errors`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -332,11 +333,11 @@ class TxSqlMagics(Magics, TxSql):
 _MUTED = "color:#6a737d;font-size:12px"
 
 
-def _warm_for_notebook(spark: Any) -> None:
+def _warm_for_notebook(spark: Any, keep_going: Callable[[], bool]) -> None:
     # The planner's modules (sqlglot and friends, ~1 s) load here, off the first cell.
     import txsql.session  # noqa: F401
 
-    warm_session(spark)
+    warm_session(spark, keep_going)
 
 
 def _statement_texts(source: SqlSource | None) -> list[str]:

@@ -33,7 +33,16 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext txsql``: register the ``%%txsql`` and ``%txsql`` magics."""
+    """``%load_ext txsql``: register the magics and start Spark in the background.
+
+    When the notebook has no SparkSession and no Spark Connect remote is configured, a local
+    session starts and warms in a thread now; the first ``%%txsql`` cell waits for it
+    (set ``TXSQL_BACKGROUND_START=0`` to start Spark only when a statement needs it).
+    """
     from txsql.magics import register
+    from txsql.magics.magic import TxSqlMagics
 
     register(ipython)
+    magics = ipython.magics_manager.registry.get(TxSqlMagics.__name__)
+    if isinstance(magics, TxSqlMagics):
+        magics.start_spark_in_background()

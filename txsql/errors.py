@@ -67,6 +67,15 @@ class VersionExistsError(StorageError):
 # --- table / log ---------------------------------------------------------------------
 
 
+class SparkStartError(TxSqlError):
+    """The local SparkSession started at ``%load_ext txsql`` could not start or warm up."""
+
+    default_hint = (
+        "Check that Java 17+ is installed and JAVA_HOME points to it, then run "
+        "%reload_ext txsql (or pass --spark with a session you built yourself)."
+    )
+
+
 class TableNotFoundError(TxSqlError):
     """No Delta table at the given name or path."""
 

@@ -8,6 +8,7 @@ without a Python traceback (see :mod:`txsql.magics.errors`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -15,6 +16,7 @@ from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config.configurable import Configurable
 
 from txsql import __version__
+from txsql.engine.spark import BackgroundStart, wants_background_start, warm_session
 from txsql.errors import CommitConflictError, TxSqlError
 from txsql.magics.conflict import ConflictCard
 from txsql.magics.diff import parse_diff_args, version_diff
@@ -99,6 +101,13 @@ class TxSqlMagics(Magics, TxSql):
         super().__init__(shell=shell, **kwargs)
         self.named = NamedSessions()
         self._sessions: dict[tuple[Any, ...], Any] = {}
+        # The local SparkSession started at %load_ext (None: the Session picks one itself).
+        self.background: BackgroundStart | None = None
+
+    def start_spark_in_background(self) -> None:
+        """Start and warm a local SparkSession now, unless the notebook decides it."""
+        if self.background is None and wants_background_start():
+            self.background = BackgroundStart(warm=_warm_for_notebook)
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -222,6 +231,8 @@ class TxSqlMagics(Magics, TxSql):
 
     def _spark(self, variable: str | None) -> Any:
         if variable is None:
+            if self.background is not None:
+                return self._background_spark(self.background)
             return None  # the Session takes the active SparkSession or starts a local one
         if variable not in self.user_ns:
             raise MagicUsageError(
@@ -235,6 +246,27 @@ class TxSqlMagics(Magics, TxSql):
                 hint="e.g. spark = SparkSession.builder.getOrCreate()",
             )
         return spark
+
+    def _background_spark(self, background: BackgroundStart) -> Any:
+        """Wait for the session started at %load_ext, with a "starting Spark… n s" line."""
+        display = IPythonDisplay() if self._progress_enabled(False) else None
+        shown = False
+
+        def tick(seconds: float) -> None:
+            nonlocal shown
+            if display is not None:
+                text = f"starting Spark… {seconds:.0f} s"
+                display.show(text, f'<div class="txsql-progress" style="{_MUTED}">{text}</div>')
+                shown = True
+
+        try:
+            return background.wait(tick)
+        except TxSqlError:
+            self.background = None  # surfaced once; the next cell starts Spark the usual way
+            raise
+        finally:
+            if display is not None and shown:
+                display.clear()
 
     # --- subcommands -------------------------------------------------------------------
 
@@ -266,6 +298,8 @@ class TxSqlMagics(Magics, TxSql):
             lines.append(f"Spark {spark.version} · warehouse {session.warehouse}")
             names = session.catalog.names()
             lines.append(f"tables: {', '.join(names) if names else '(none)'}")
+        elif self.background is not None and not self.background.done:
+            lines.append(f"Spark: starting in the background ({self.background.elapsed():.0f} s)")
         else:
             lines.append("Spark: not used yet (the first statement picks the active session)")
         open_sessions = ", ".join(self.named.badge(n) for n in self.named.open) or "none"
@@ -294,6 +328,16 @@ class TxSqlMagics(Magics, TxSql):
             card = True
         lines = error_lines(error, source, statements=statements, conflict_card_shown=card)
         return as_cell_error(error, lines)
+
+
+_MUTED = "color:#6a737d;font-size:12px"
+
+
+def _warm_for_notebook(spark: Any, keep_going: Callable[[], bool]) -> None:
+    # The planner's modules (sqlglot and friends, ~1 s) load here, off the first cell.
+    import txsql.session  # noqa: F401
+
+    warm_session(spark, keep_going)
 
 
 def _statement_texts(source: SqlSource | None) -> list[str]:

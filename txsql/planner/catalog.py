@@ -99,7 +99,10 @@ class Catalog:
         legacy = self._legacy_registry().get(name)
         if legacy is not None and legacy != wanted:
             raise self._taken(ref, legacy)
-        body = json.dumps({"name": name, "location": wanted}, sort_keys=True).encode()
+        # A table in its default place is stored relative to the warehouse, so a copied or
+        # moved warehouse keeps pointing at its own tables, never at the original's.
+        stored = name if wanted == os.path.join(self.warehouse, name) else wanted
+        body = json.dumps({"name": name, "location": stored}, sort_keys=True).encode()
         try:
             self._fs.write_if_absent(self._entry_path(name), body)
         except FileExistsError:
@@ -163,7 +166,11 @@ class Catalog:
                 hint="Delete the file and CREATE TABLE ... LOCATION again.",
             ) from None
         location = data.get("location") if isinstance(data, dict) else None
-        return str(location) if location else None
+        if not location:
+            return None
+        if "/" not in str(location) and ":" not in str(location):
+            return os.path.join(self.warehouse, str(location))  # relative: a managed table
+        return str(location)
 
     def _legacy_registry(self) -> dict[str, str]:
         path = os.path.join(self.warehouse, REGISTRY)

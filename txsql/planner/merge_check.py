@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
@@ -134,6 +135,40 @@ class SparkJoinChecker:
             return bool(joined.limit(1).collect())
         except Exception:
             logger.debug("join check failed; assuming a match", exc_info=True)
+            return True
+
+    def rows_join(self, join: JoinRead, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> bool:
+        """Whether one of the given physical rows joins with the source (True if unsure)."""
+        if not any(len(bits) for _, bits in rows.values()):
+            return False
+        source = join.source
+        if not isinstance(source, SourceRows):
+            return True
+        from pyspark.sql import functions as F
+
+        from txsql.engine.scan import scan_snapshot, snapshot_row_ids
+
+        try:
+            # Without its DV a file shows every physical row; row_index picks the ones asked.
+            file_column, row_column = snapshot_row_ids(self._snapshot)
+            files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
+            scan = scan_snapshot(
+                self._spark, replace(self._snapshot, files=files), with_row_ids=True
+            )
+            wanted = [
+                (scan[file_column] == add.path) & scan[row_column].isin(list(bits))
+                for add, bits in rows.values()
+                if len(bits)
+            ]
+            target = scan.where(reduce(lambda a, b: a | b, wanted)).drop(file_column, row_column)
+            joined = target.alias(join.target_alias).join(
+                source.dataframe(self._spark).alias(join.source_alias),
+                F.expr(join.on),
+                "left_semi",
+            )
+            return bool(joined.limit(1).collect())
+        except Exception:
+            logger.debug("join check of specific rows failed; assuming a match", exc_info=True)
             return True
 
 

@@ -20,7 +20,7 @@ from txsql.log.actions import AddFile
 from txsql.log.predicate_eval import may_match_file
 from txsql.txn.explain import Reporter, colliding_rows, key_columns, partition_labels
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.row_hooks import RowSetChecker
+from txsql.txn.row_hooks import RowJoinChecker, RowSetChecker
 from txsql.txn.winner import WinningCommit
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ def check_revived_rows(
     }
     if not revived:
         return
+    _check_revived_against_joins(winner, ours, revived, report)
     checker = ours.row_checker
     for scan in {scan.predicate: scan for scan in ours.read_set.scans}.values():
         candidates = {
@@ -167,3 +168,49 @@ def row_details(
     columns = key_columns(ours.schema, (s.predicate for s in ours.read_set.scans))
     checker, files, rows = ours.row_checker, dict(files), dict(rows)
     return lambda: colliding_rows(checker, files, rows, columns)
+
+
+def _check_revived_against_joins(
+    winner: WinningCommit,
+    ours: TxnView,
+    revived: Mapping[str, tuple[AddFile, BitMap64]],
+    report: Reporter,
+) -> None:
+    """A MERGE's join read: revived rows that join with its source are rows it missed.
+
+    (A MERGE that inserted a key the winner brought back would otherwise duplicate it.)
+    """
+    checker = ours.join_checker
+    for join in ours.read_set.joins:
+        candidates = {
+            p: fr
+            for p, fr in revived.items()
+            if may_match_file(
+                join.target_filter,
+                fr[0],
+                ours.schema,
+                ours.partition_columns,
+                ours.column_mapping_mode,
+            )
+        }
+        if isinstance(checker, RowJoinChecker):
+            hits = {p: fr for p, fr in candidates.items() if checker.rows_join(join, {p: fr})}
+        else:
+            hits = candidates
+        if not hits:
+            continue
+        rows = {p: fr[1] for p, fr in hits.items()}
+        report.fail(
+            ConcurrentAppendError,
+            "a concurrent commit revived rows that join with this MERGE's source",
+            rule="rows the winner revived (its DV shrank) join with our MERGE source under ON",
+            partitions=partition_labels(fr[0].partition_values for fr in hits.values()),
+            files=[fr[0].path for fr in hits.values()],
+            rows=rows,
+            row_details=row_details(ours, {p: fr[0] for p, fr in hits.items()}, rows),
+            hint=(
+                f"Version {winner.version} ({winner.operation or 'a foreign writer'}) brought "
+                "back rows that match your MERGE's source; re-run the MERGE: it will then "
+                "see (and match) the revived rows."
+            ),
+        )

@@ -40,3 +40,12 @@ class RowValueReader(Protocol):
     ) -> list[dict[str, Any]]:
         """Up to ``limit`` rows as ``{"file": path, "row": index, column: value, ...}``."""
         ...
+
+
+@runtime_checkable
+class RowJoinChecker(Protocol):
+    """Answers, for specific physical rows, whether one joins with a MERGE's source."""
+
+    def rows_join(self, join: Any, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> bool:
+        """True if one of ``rows`` (path -> (file, row indexes)) joins ``join``'s source."""
+        ...

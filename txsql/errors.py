@@ -440,6 +440,7 @@ __all__ = [
     "RestoreError",
     "RetentionTooShortError",
     "SchemaError",
+    "SparkStartError",
     "SqlError",
     "SqlParseError",
     "StorageError",

@@ -133,13 +133,8 @@ class RowLevelState:
             if add.deletion_vector is None:
                 return None  # rewritten in place without a DV: not a merge-on-read change
             return self.load(add.deletion_vector) - old
-        known = self._read_files.get(path)
-        total = num_records(remove.stats) or num_records(known.stats if known else None)
-        if total is None:
-            return None
-        everything = BitMap64()
-        everything.add_range(0, total)
-        return everything - old
+        everything = self._all_rows(path, remove)
+        return None if everything is None else everything - old
 
     def base_id(self, path: str) -> str | None:
         dv = self.base.get(path)
@@ -171,13 +166,18 @@ class RowLevelState:
         """Rows a winner's plain ``remove`` of ``path`` (no re-add) deleted, if knowable."""
         if path not in self.base or self.base_id(path) != remove.dv_id:
             return None
+        everything = self._all_rows(path, remove)
+        return None if everything is None else everything - self.base_rows(path)
+
+    def _all_rows(self, path: str, remove: RemoveFile) -> BitMap64 | None:
+        """Every physical row of ``path`` (None when no stats give its row count)."""
         known = self._read_files.get(path)
         total = num_records(remove.stats) or num_records(known.stats if known else None)
         if total is None:
             return None
         everything = BitMap64()
         everything.add_range(0, total)
-        return everything - self.base_rows(path)
+        return everything
 
     def advance(self, winner: WinningCommit) -> None:
         """Move our base past a winner we were not in conflict with."""

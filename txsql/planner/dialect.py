@@ -132,6 +132,40 @@ def _parse_unset(parser: Any) -> UnsetTableProperties:
     return UnsetTableProperties(expressions=keys, exists=bool(exists))
 
 
+def _time_travel_suffix(parser: Any) -> exp.Version:
+    """Delta's ``t@v<N>`` / ``t@<yyyyMMddHHmmssSSS>`` suffix (the ``@`` is already read).
+
+    It becomes the same ``Version`` node as ``VERSION AS OF N`` / ``TIMESTAMP AS OF '...'``,
+    so everything downstream (reads, refusals of time-travel targets) treats both alike.
+    sqlglot itself would read ``@v1`` as a table alias and silently read the latest version.
+    """
+    token = parser._curr
+    text = token.text if token is not None else ""
+    if token is not None and token.token_type == TokenType.VAR and _is_version_word(text):
+        parser._advance()
+        return exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(text[1:]))
+    if token is not None and token.token_type == TokenType.NUMBER and _is_stamp(text):
+        parser._advance()
+        stamp = (
+            f"{text[0:4]}-{text[4:6]}-{text[6:8]} "
+            f"{text[8:10]}:{text[10:12]}:{text[12:14]}.{text[14:17]}"
+        )
+        return exp.Version(this="TIMESTAMP", kind="AS OF", expression=exp.Literal.string(stamp))
+    parser.raise_error(
+        f"unsupported time travel `@{text}`: write t@v<N> (e.g. people@v3) or "
+        "t@yyyyMMddHHmmssSSS (17 digits), or VERSION AS OF / TIMESTAMP AS OF"
+    )
+    return exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(0))
+
+
+def _is_version_word(text: str) -> bool:
+    return len(text) > 1 and text[0] in "vV" and text[1:].isdigit()
+
+
+def _is_stamp(text: str) -> bool:
+    return len(text) == 17 and text.isdigit()
+
+
 _STATEMENTS: dict[str, Callable[[Any], exp.Expr]] = {
     "OPTIMIZE": _parse_optimize,
     "REORG": _parse_reorg,
@@ -170,6 +204,36 @@ class TxSql(Databricks):
                 self._advance()
                 return _STATEMENTS[curr.text.upper()](self)
             return super()._parse_statement()
+
+        def _parse_table_parts(self, *args: Any, **kwargs: Any) -> exp.Table:
+            # ``t@v1`` right after a table name: Delta time travel (see _time_travel_suffix).
+            # sqlglot parses the version clause later (after the alias), and sets it even when
+            # empty, so the suffix waits in ``_txsql_at`` for that table's _parse_version.
+            self._txsql_at: exp.Version | None = None
+            table = super()._parse_table_parts(*args, **kwargs)
+            if isinstance(table, exp.Table) and self._match(TokenType.PARAMETER):
+                version = _time_travel_suffix(self)
+                table.set("version", version)
+                self._txsql_at = version
+            return table
+
+        def _parse_version(self) -> exp.Version | None:
+            pending = getattr(self, "_txsql_at", None)
+            self._txsql_at = None
+            version = super()._parse_version()
+            if pending is not None and version is not None:
+                self.raise_error("use either t@v<N> or VERSION/TIMESTAMP AS OF, not both")
+            return version if version is not None else pending
+
+        def _parse_parameter(self) -> exp.Parameter:
+            # Any other ``@name`` (e.g. ``SELECT a@b``) would become an alias or a parameter
+            # Spark never sees as meant: refuse it rather than answer something else.
+            if self._prev is not None and self._prev.text == "@":
+                self.raise_error(
+                    "`@` is only supported as Delta time travel right after a table name "
+                    "(t@v<N> or t@yyyyMMddHHmmssSSS)"
+                )
+            return super()._parse_parameter()
 
     class Generator(DatabricksGenerator):
         TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {

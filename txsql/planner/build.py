@@ -82,9 +82,24 @@ def table_ref(table: exp.Table) -> TableRef:
 
 def _create_table(create: exp.Create) -> CreateTable:
     target = create.this
+    if create.args.get("replace"):
+        # Accepting OR REPLACE and creating instead would fail on the second run or, worse,
+        # read as "replaced" when it was not; real REPLACE (a new version of the same table
+        # removing every file) is not implemented yet, so refuse it by name.
+        raise UnsupportedStatementError(
+            "CREATE OR REPLACE TABLE is not supported yet",
+            hint=_REPLACE_HINT,
+        )
     columns: tuple[ColumnSpec, ...] = ()
     if isinstance(target, exp.Schema):
-        columns = tuple(_column(c) for c in target.expressions if isinstance(c, exp.ColumnDef))
+        for item in target.expressions:
+            if not isinstance(item, exp.ColumnDef):
+                raise UnsupportedStatementError(
+                    f"table constraint `{item.sql(SPARK)}` is not supported: txsql would "
+                    "not enforce it",
+                    hint="Remove the constraint; check the rule with a query instead.",
+                )
+        columns = tuple(_column(c) for c in target.expressions)
         target = target.this
     properties = create.args.get("properties")
     partition_columns: tuple[str, ...] = ()
@@ -124,7 +139,28 @@ def _create_table(create: exp.Create) -> CreateTable:
     )
 
 
+_REPLACE_HINT = (
+    "DROP TABLE is not available yet either: create the table under a new name, or use "
+    "CREATE TABLE IF NOT EXISTS and then INSERT OVERWRITE to replace its rows."
+)
+
+# Column clauses txsql does not apply: accepting them would store a table that silently
+# lacks the generated values, defaults or checks the user asked for.
+_UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
+    (exp.ComputedColumnConstraint, "GENERATED ALWAYS AS (expr)"),
+    (exp.GeneratedAsIdentityColumnConstraint, "GENERATED ... AS IDENTITY"),
+    (exp.DefaultColumnConstraint, "DEFAULT"),
+    (exp.CheckColumnConstraint, "CHECK"),
+    (exp.PrimaryKeyColumnConstraint, "PRIMARY KEY"),
+    (exp.UniqueColumnConstraint, "UNIQUE"),
+)
+
+
 def _column(column: exp.ColumnDef) -> ColumnSpec:
+    """The spec of one column definition (CREATE TABLE and ALTER TABLE ADD COLUMNS).
+
+    Only NOT NULL and COMMENT are applied; every other clause is refused by name.
+    """
     nullable = True
     comment = None
     for constraint in column.constraints:
@@ -132,10 +168,25 @@ def _column(column: exp.ColumnDef) -> ColumnSpec:
             nullable = bool(constraint.kind.args.get("allow_null"))
         elif isinstance(constraint.kind, exp.CommentColumnConstraint):
             comment = constraint.kind.name
+        else:
+            raise UnsupportedStatementError(
+                f"column {column.name}: {_clause_name(constraint)} is not supported "
+                "(txsql would not apply it)",
+                hint="Remove the clause and compute the value in the INSERT/UPDATE that "
+                "writes the column; NOT NULL and COMMENT are supported.",
+            )
     kind = column.args.get("kind")
     if kind is None:
         raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
     return ColumnSpec(column.name, kind.sql(SPARK), nullable, comment)
+
+
+def _clause_name(constraint: exp.Expr) -> str:
+    kind = constraint.args.get("kind") if isinstance(constraint, exp.ColumnConstraint) else None
+    for node_type, name in _UNAPPLIED_CLAUSES:
+        if isinstance(kind, node_type):
+            return name
+    return f"`{constraint.sql(SPARK)}`"
 
 
 def _partition_names(node: exp.Expr) -> list[str]:

@@ -22,6 +22,8 @@ from sqlglot.generators.databricks import DatabricksGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 from sqlglot.tokens import TokenType
 
+from txsql.errors import UnsupportedStatementError
+
 DIALECT = "txsql"
 SPARK = "spark"
 
@@ -203,6 +205,18 @@ class TxSql(Databricks):
             ):
                 self._advance()
                 return _STATEMENTS[curr.text.upper()](self)
+            if (
+                curr is not None
+                and curr.text.upper() == "REPLACE"
+                and self._next is not None
+                and self._next.token_type == TokenType.TABLE
+            ):
+                # Delta's REPLACE TABLE: refused by name rather than as a syntax error.
+                raise UnsupportedStatementError(
+                    "REPLACE TABLE is not supported yet",
+                    hint="DROP TABLE is not available yet either: create the table under a "
+                    "new name, or use CREATE TABLE IF NOT EXISTS and then INSERT OVERWRITE.",
+                )
             return super()._parse_statement()
 
         def _parse_table_parts(self, *args: Any, **kwargs: Any) -> exp.Table:

@@ -64,10 +64,7 @@ def test_at_version_in_insert_select_and_merge_source(session: txsql.Session) ->
     session.sql("CREATE TABLE copy (id INT, name STRING)")
     session.sql("INSERT INTO copy SELECT * FROM people@v1")
     assert rows(session, "SELECT id, name FROM copy") == [(1, "ann"), (2, "bob")]
-    session.sql(
-        "MERGE INTO copy c USING people@v2 p ON c.id = p.id "
-        "WHEN NOT MATCHED THEN INSERT *"
-    )
+    session.sql("MERGE INTO copy c USING people@v2 p ON c.id = p.id WHEN NOT MATCHED THEN INSERT *")
     assert rows(session, "SELECT id, name FROM copy") == rows(session, "SELECT * FROM people")
 
 
@@ -91,7 +88,7 @@ def test_at_timestamp_reads_the_version_of_that_time(session: txsql.Session) -> 
     ],
 )
 def test_other_at_forms_are_refused(session: txsql.Session, sql: str) -> None:
-    with pytest.raises(SqlError, match="@|AS OF"):
+    with pytest.raises(SqlError, match=r"@|AS OF"):
         session.sql(sql)
 
 

@@ -219,7 +219,7 @@ class TxSql(Databricks):
                 )
             return super()._parse_statement()
 
-        def _parse_table_parts(self, *args: Any, **kwargs: Any) -> exp.Table:
+        def _parse_table_parts(self, *args: Any, **kwargs: Any) -> exp.Table | exp.Dot | None:
             # ``t@v1`` right after a table name: Delta time travel (see _time_travel_suffix).
             # sqlglot parses the version clause later (after the alias), and sets it even when
             # empty, so the suffix waits in ``_txsql_at`` for that table's _parse_version.

@@ -95,6 +95,10 @@ def test_other_at_forms_are_refused(session: txsql.Session, sql: str) -> None:
 def test_at_version_is_no_write_target(session: txsql.Session) -> None:
     with pytest.raises(SchemaError, match="time-travel"):
         session.sql("INSERT INTO people@v1 VALUES (9, 'zed')")
+    for sql in ("CREATE TABLE other@v1 (a INT)", "DESCRIBE HISTORY people@v1"):
+        with pytest.raises(SqlError, match="time-travel"):
+            session.sql(sql)
+    assert not (Path(session.warehouse) / "other").exists()
     assert len(rows(session, "SELECT id FROM people")) == 3
 
 

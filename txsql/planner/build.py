@@ -45,7 +45,9 @@ def build_statement(expression: exp.Expr) -> Statement:
     if isinstance(expression, exp.Query):
         return Query(expression)
     if isinstance(expression, exp.Describe) and expression.args.get("style") == "HISTORY":
-        return DescribeHistory(table_ref(_table(expression.this)))
+        return DescribeHistory(
+            _no_time_travel(table_ref(_table(expression.this)), "DESCRIBE HISTORY")
+        )
     if isinstance(expression, exp.Transaction):
         return Begin(_isolation(expression))
     if isinstance(expression, exp.Commit):
@@ -78,6 +80,17 @@ def table_ref(table: exp.Table) -> TableRef:
         return TableRef(path=table.name, version=as_of_version, timestamp=as_of_timestamp)
     name = ".".join(part.name for part in table.parts)
     return TableRef(name=name, version=as_of_version, timestamp=as_of_timestamp)
+
+
+def _no_time_travel(ref: TableRef, statement: str) -> TableRef:
+    # `t@v1` / VERSION AS OF parse on any table name; where a version means nothing it must
+    # be refused, not dropped.
+    if ref.version is not None or ref.timestamp is not None:
+        raise SqlError(
+            f"{statement} cannot take a time-travel reference ({ref.display}@... / AS OF)",
+            hint="Name the table itself, without @v<N> or VERSION/TIMESTAMP AS OF.",
+        )
+    return ref
 
 
 def _create_table(create: exp.Create) -> CreateTable:
@@ -128,7 +141,7 @@ def _create_table(create: exp.Create) -> CreateTable:
             )
     query = create.expression if isinstance(create.expression, exp.Query) else None
     return CreateTable(
-        target=table_ref(_table(target)),
+        target=_no_time_travel(table_ref(_table(target)), "CREATE TABLE"),
         columns=columns,
         partition_columns=partition_columns,
         properties=tuple(table_properties),

@@ -122,23 +122,17 @@ def check_revived_rows(
                 "the winner revived rows (its DV shrank) that may satisfy our read predicate "
                 "(not checked row by row)"
             )
-        if not hits:
-            continue
-        rows = {p: fr[1] for p, fr in hits.items()}
-        report.fail(
-            ConcurrentAppendError,
-            "a concurrent commit revived rows this transaction should have read",
-            rule=rule,
-            partitions=partition_labels(fr[0].partition_values for fr in hits.values()),
-            files=[fr[0].path for fr in hits.values()],
-            rows=rows,
-            row_details=row_details(ours, {p: fr[0] for p, fr in hits.items()}, rows),
-            hint=(
-                f"Version {winner.version} ({winner.operation or 'a foreign writer'}) brought "
-                "back rows your statement's condition selects, so a partition predicate will "
-                "not help; re-run the statement: it will then see the revived rows."
-            ),
-        )
+        if hits:
+            _fail_revived(
+                winner,
+                ours,
+                hits,
+                report,
+                "a concurrent commit revived rows this transaction should have read",
+                rule,
+                "rows your statement's condition selects, so a partition predicate will not "
+                "help; re-run the statement: it will then see the revived rows.",
+            )
 
 
 def check_readds_without_remove(winner: WinningCommit, ours: TxnView, report: Reporter) -> None:
@@ -197,20 +191,38 @@ def _check_revived_against_joins(
             hits = {p: fr for p, fr in candidates.items() if checker.rows_join(join, {p: fr})}
         else:
             hits = candidates
-        if not hits:
-            continue
-        rows = {p: fr[1] for p, fr in hits.items()}
-        report.fail(
-            ConcurrentAppendError,
-            "a concurrent commit revived rows that join with this MERGE's source",
-            rule="rows the winner revived (its DV shrank) join with our MERGE source under ON",
-            partitions=partition_labels(fr[0].partition_values for fr in hits.values()),
-            files=[fr[0].path for fr in hits.values()],
-            rows=rows,
-            row_details=row_details(ours, {p: fr[0] for p, fr in hits.items()}, rows),
-            hint=(
-                f"Version {winner.version} ({winner.operation or 'a foreign writer'}) brought "
-                "back rows that match your MERGE's source; re-run the MERGE: it will then "
-                "see (and match) the revived rows."
-            ),
-        )
+        if hits:
+            _fail_revived(
+                winner,
+                ours,
+                hits,
+                report,
+                "a concurrent commit revived rows that join with this MERGE's source",
+                "rows the winner revived (its DV shrank) join with our MERGE source under ON",
+                "rows that match your MERGE's source; re-run the MERGE: it will then see (and "
+                "match) the revived rows.",
+            )
+
+
+def _fail_revived(
+    winner: WinningCommit,
+    ours: TxnView,
+    hits: Mapping[str, tuple[AddFile, BitMap64]],
+    report: Reporter,
+    message: str,
+    rule: str,
+    what: str,
+) -> None:
+    """Raise the conflict for revived rows ``hits`` (path -> (winner's add, row indexes))."""
+    rows = {p: fr[1] for p, fr in hits.items()}
+    report.fail(
+        ConcurrentAppendError,
+        message,
+        rule=rule,
+        partitions=partition_labels(fr[0].partition_values for fr in hits.values()),
+        files=[fr[0].path for fr in hits.values()],
+        rows=rows,
+        row_details=row_details(ours, {p: fr[0] for p, fr in hits.items()}, rows),
+        hint=f"Version {winner.version} ({winner.operation or 'a foreign writer'}) brought "
+        f"back {what}",
+    )

@@ -21,7 +21,6 @@ import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
@@ -146,21 +145,13 @@ class SparkJoinChecker:
             return True
         from pyspark.sql import functions as F
 
-        from txsql.engine.scan import scan_snapshot, snapshot_row_ids
+        from txsql.engine.scan import snapshot_row_ids
+        from txsql.planner.row_check import physical_rows
 
         try:
-            # Without its DV a file shows every physical row; row_index picks the ones asked.
-            file_column, row_column = snapshot_row_ids(self._snapshot)
-            files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
-            scan = scan_snapshot(
-                self._spark, replace(self._snapshot, files=files), with_row_ids=True
+            target = physical_rows(self._spark, self._snapshot, rows).drop(
+                *snapshot_row_ids(self._snapshot)
             )
-            wanted = [
-                (scan[file_column] == add.path) & scan[row_column].isin(list(bits))
-                for add, bits in rows.values()
-                if len(bits)
-            ]
-            target = scan.where(reduce(lambda a, b: a | b, wanted)).drop(file_column, row_column)
             joined = target.alias(join.target_alias).join(
                 source.dataframe(self._spark).alias(join.source_alias),
                 F.expr(join.on),

@@ -28,6 +28,8 @@ from txsql.txn.transaction import Transaction
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from txsql.log.snapshot import Snapshot
+
 # More rows than this in one question are not listed in a query: we answer "match"
 # (a conflict), which is always safe.
 _MAX_ROWS_ASKED = 10_000
@@ -102,23 +104,32 @@ class SparkRowChecker:
         return out
 
     def _physical_rows(self, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> DataFrame | None:
-        """The given rows of the given files (DVs ignored), with ``_file``/``_row_index``."""
+        """The given rows of the given files (DVs ignored), with the hidden row-id columns."""
         if sum(len(bits) for _, bits in rows.values()) > _MAX_ROWS_ASKED:
             return None
         snapshot = self._txn.snapshot()
         if snapshot is None:
             return None
+        return physical_rows(self._spark, snapshot, rows)
 
-        from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 
-        # Without its DV a file shows every physical row; row_index picks the ones asked.
-        # The hidden columns' names avoid the table's own (a user column may be `_file`).
-        file_column, row_column = snapshot_row_ids(snapshot)
-        files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
-        df = scan_snapshot(self._spark, replace(snapshot, files=files), with_row_ids=True)
-        conditions = [
-            (df[file_column] == add.path) & df[row_column].isin(list(bits))
-            for add, bits in rows.values()
-            if len(bits)
-        ]
-        return df.where(reduce(lambda a, b: a | b, conditions))
+def physical_rows(
+    spark: SparkSession, snapshot: Snapshot, rows: Mapping[str, tuple[AddFile, BitMap64]]
+) -> DataFrame:
+    """Exactly the given physical rows (path -> (file, row indexes)), whatever their DVs say.
+
+    Without its DV a file shows every physical row; the row index picks the ones asked. The
+    result keeps the snapshot's hidden row-id columns (:func:`snapshot_row_ids`), whose names
+    never clash with the table's own (a user column may be called `_file`).
+    """
+    from txsql.engine.scan import scan_snapshot, snapshot_row_ids
+
+    file_column, row_column = snapshot_row_ids(snapshot)
+    files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
+    df = scan_snapshot(spark, replace(snapshot, files=files), with_row_ids=True)
+    conditions = [
+        (df[file_column] == add.path) & df[row_column].isin(list(bits))
+        for add, bits in rows.values()
+        if len(bits)
+    ]
+    return df.where(reduce(lambda a, b: a | b, conditions))

@@ -227,7 +227,7 @@ def test_interrupted_statement_aborts_the_transaction(
 ) -> None:
     """A statement stopped mid-way (Ctrl-C in a notebook) may have staged part of its work."""
     import txsql.session as session_module
-    from txsql.planner.statements import Delete
+    from txsql.planner.sql.statements import Delete
 
     def interrupted(*_: object) -> txsql.Result:
         raise KeyboardInterrupt

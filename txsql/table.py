@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 from txsql.engine.scan import scan_snapshot
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
-from txsql.planner.build import table_ref
 from txsql.planner.catalog import sql_string
-from txsql.planner.history import history_dataframe
-from txsql.planner.script import parse_statement, split_statements
-from txsql.planner.statements import TableRef
+from txsql.planner.operations.history import history_dataframe
+from txsql.planner.sql.build import table_ref
+from txsql.planner.sql.script import parse_statement, split_statements
+from txsql.planner.sql.statements import TableRef
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +84,7 @@ class Table:
         """
         from txsql.planner.context import RunContext
         from txsql.planner.idempotent import AppWrite, StatementSkipped
-        from txsql.planner.writes import append_dataframe
+        from txsql.planner.operations.writes import append_dataframe
 
         app = AppWrite.from_args(app_id, app_version)
         base = self._session._context

@@ -96,7 +96,7 @@ def _checkpoint_is_sound(store: LogStore, ref: CheckpointRef) -> bool:
     Cleanup deletes the commits below it, so it must be able to stand in for them.
     """
     try:
-        actions = read_checkpoint(store, ref)
+        actions = read_checkpoint(store, ref.files)
         protocol = next((a for a in actions if isinstance(a, Protocol)), None)
         metadata = next((a for a in actions if isinstance(a, Metadata)), None)
         adds = [a for a in actions if isinstance(a, AddFile)]

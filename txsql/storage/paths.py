@@ -11,6 +11,7 @@ from txsql.errors import UnsupportedStorageError
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
+SIDECAR_DIR = "_sidecars"  # V2 checkpoint sidecar files, under _delta_log
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")

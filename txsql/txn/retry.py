@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from txsql import __version__
 from txsql.errors import CommitRetriesExceededError, TransactionError, VersionExistsError
 from txsql.log import features, properties
 from txsql.log.actions import Action, CommitInfo, Metadata, Protocol, SetTransaction
@@ -31,6 +30,7 @@ from txsql.txn.readset import norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.rowlevel import RowLevelState, apply_rebases
 from txsql.txn.winner import WinningCommit
+from txsql.version import __version__
 
 if TYPE_CHECKING:
     from txsql.txn.transaction import Transaction

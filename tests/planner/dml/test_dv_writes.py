@@ -10,8 +10,8 @@ import pytest
 import txsql
 from txsql.dv.store import read_deletion_vector
 from txsql.log.predicates import Column, Comparison, Literal, Opaque
-from txsql.planner.dv_writes import mark_rows_deleted
-from txsql.planner.row_check import SparkRowChecker
+from txsql.planner.dml.dv_writes import mark_rows_deleted
+from txsql.planner.dml.row_check import SparkRowChecker
 from txsql.storage.filesystem import LocalFileIO
 from txsql.txn.transaction import Transaction
 

@@ -16,7 +16,7 @@ from txsql.errors import (
     UnsupportedFeatureError,
 )
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.guards import AppendOnlyTableError
+from txsql.txn.guards import AppendOnlyTableError
 
 pytestmark = [pytest.mark.spark]
 

@@ -14,7 +14,7 @@ import txsql
 from tests.interop.readers import duckdb_rows
 from txsql.errors import VersionNotFoundError
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.restore import RestoreError
+from txsql.planner.operations.restore import RestoreError
 
 pytestmark = [pytest.mark.spark]
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 import sqlglot
 from sqlglot import exp
 
-import txsql.planner.dialect  # noqa: F401 - registers the txsql dialect
+import txsql.planner.sql.dialect  # noqa: F401 - registers the txsql dialect
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.predicates import (
     TRUE,
@@ -27,7 +27,7 @@ from txsql.log.predicates import (
     to_sql,
 )
 from txsql.log.snapshot import Snapshot
-from txsql.planner.predicates import plan_files, predicate_sql, prune_files, to_predicate
+from txsql.planner.sql.predicates import plan_files, predicate_sql, prune_files, to_predicate
 
 SCHEMA = {
     "type": "struct",

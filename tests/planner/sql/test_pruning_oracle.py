@@ -22,8 +22,8 @@ import sqlglot
 
 import txsql
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.dialect import SPARK
-from txsql.planner.predicates import plan_files, to_predicate
+from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.predicates import plan_files, to_predicate
 
 pytestmark = pytest.mark.spark
 

@@ -39,7 +39,7 @@ from txsql.errors import TxSqlError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
-from txsql.planner.jobs import count_job
+from txsql.planner.dml.jobs import count_job
 from txsql.storage.filesystem import LocalFileIO
 from txsql.txn.rowlevel import loosen_stats, num_records
 

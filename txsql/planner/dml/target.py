@@ -26,10 +26,10 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.dialect import SPARK
-from txsql.planner.predicates import FilePlan, plan_files, predicate_sql, to_predicate
-from txsql.planner.rewrite import commit_result
-from txsql.planner.statements import TableRef
+from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.predicates import FilePlan, plan_files, predicate_sql, to_predicate
+from txsql.planner.sql.statements import TableRef
 from txsql.result import Result
 from txsql.txn.transaction import Transaction
 
@@ -87,7 +87,7 @@ class DmlTarget:
         ``extra`` adds named expressions (UPDATE's SET values) evaluated on the same rows.
         """
         from txsql.engine.scan import scan_snapshot
-        from txsql.planner.query import substitute_tables
+        from txsql.planner.operations.query import substitute_tables
 
         spark = self.ctx.spark
         view = f"txsql_dml_{uuid.uuid4().hex[:16]}"

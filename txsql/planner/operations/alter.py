@@ -20,8 +20,8 @@ from txsql.errors import InvalidTablePropertyError, SchemaError
 from txsql.log import features, properties
 from txsql.log.actions import Action, Metadata, Protocol
 from txsql.planner.context import RunContext
-from txsql.planner.rewrite import commit_result
-from txsql.planner.statements import (
+from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.sql.statements import (
     AlterAddColumns,
     AlterSetProperties,
     AlterUnsetProperties,

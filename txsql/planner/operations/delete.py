@@ -3,7 +3,7 @@
 Flow: the WHERE clause becomes a predicate; files are pruned by partition values and
 stats; files a partition-only predicate covers entirely are removed without reading them
 (Delta's metadata-only delete); the rest are scanned with row ids, Spark filters them by
-the WHERE clause, and :func:`~txsql.planner.dv_writes.mark_rows_deleted` turns the matching
+the WHERE clause, and :func:`~txsql.planner.dml.dv_writes.mark_rows_deleted` turns the matching
 rows into DVs (or rewrites the files when the table has no DVs). Delta commits a DELETE
 even when nothing matched, and so do we.
 """
@@ -18,11 +18,11 @@ from pyroaring import BitMap64
 
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
-from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
-from txsql.planner.jobs import JobCounter, counting_jobs
-from txsql.planner.live_rows import without_dvs
-from txsql.planner.statements import Delete
-from txsql.planner.target import DmlTarget, commit_dml, open_target
+from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.jobs import JobCounter, counting_jobs
+from txsql.planner.dml.live_rows import without_dvs
+from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
+from txsql.planner.sql.statements import Delete
 from txsql.result import Result
 from txsql.txn.rowlevel import num_records
 

@@ -7,7 +7,7 @@ import datetime as dt
 from txsql.log import features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.statements import DescribeDetail
+from txsql.planner.sql.statements import DescribeDetail
 from txsql.result import Result
 
 DETAIL_SCHEMA = (

@@ -3,7 +3,8 @@
 For DELETE and UPDATE it shows the WHERE clause split into partition / data / remaining
 conjuncts, which files are removed whole, scanned or skipped (and why), and the planned
 steps. Queries show Spark's own plan. Other statements register an explainer in
-:data:`EXPLAINERS` (MERGE can add its own). Nothing is written and no transaction starts.
+:data:`txsql.planner.registry.STATEMENTS` (MERGE can add its own). Nothing is written and
+no transaction starts.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any
 from txsql.log.actions import AddFile
 from txsql.log.predicates import split_predicate, to_sql
 from txsql.planner.context import RunContext
-from txsql.planner.dialect import SPARK
-from txsql.planner.dv_writes import deletion_vectors_allowed
-from txsql.planner.statements import Delete, Explain, Query, Update
-from txsql.planner.target import open_target
+from txsql.planner.dml.dv_writes import deletion_vectors_allowed
+from txsql.planner.dml.target import open_target
+from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.statements import Delete, Explain, Query, Update
 from txsql.result import Result
 
 NAME_LIMIT = 10
@@ -25,8 +26,11 @@ Step = tuple[str, str]
 Explainer = Callable[[RunContext, Any], tuple[list[Step], dict[str, int]]]
 
 
-def run_explain(ctx: RunContext, statement: Explain, text: str) -> Result:
-    explainer = EXPLAINERS.get(type(statement.statement), _generic)
+def run_explain(
+    ctx: RunContext, statement: Explain, text: str, explainer: Explainer | None = None
+) -> Result:
+    """Show the plan of ``statement.statement`` made by ``explainer`` (the registry's)."""
+    explainer = explainer or generic_plan
     steps, metrics = explainer(ctx, statement.statement)
     steps = [("statement", " ".join(statement.text.split())), *steps]
     df = ctx.spark.createDataFrame(steps, "step string, detail string")
@@ -122,8 +126,8 @@ def _names(files: Sequence[AddFile]) -> str:
     return ", ".join(names) + (f" … and {more} more" if more > 0 else "")
 
 
-def _explain_query(ctx: RunContext, statement: Query) -> tuple[list[Step], dict[str, int]]:
-    from txsql.planner.query import substitute_tables
+def explain_query(ctx: RunContext, statement: Query) -> tuple[list[Step], dict[str, int]]:
+    from txsql.planner.operations.query import substitute_tables
 
     rewritten, versions = substitute_tables(ctx, statement.expression)
     steps: list[Step] = [("reads", f"{name} at version {v}") for name, v in versions.items()]
@@ -133,14 +137,7 @@ def _explain_query(ctx: RunContext, statement: Query) -> tuple[list[Step], dict[
     return steps, {}
 
 
-def _generic(ctx: RunContext, statement: Any) -> tuple[list[Step], dict[str, int]]:
+def generic_plan(ctx: RunContext, statement: Any) -> tuple[list[Step], dict[str, int]]:
     del ctx
     kind = type(statement).__name__
     return [("plan", f"{kind}: runs as one transaction; no detailed plan is available")], {}
-
-
-EXPLAINERS: dict[type, Explainer] = {
-    Delete: explain_dml,
-    Update: explain_dml,
-    Query: _explain_query,
-}

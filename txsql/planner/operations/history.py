@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.context import RunContext
-from txsql.planner.statements import DescribeHistory
+from txsql.planner.sql.statements import DescribeHistory
 from txsql.result import Result
 
 if TYPE_CHECKING:

@@ -17,11 +17,11 @@ from sqlglot import exp
 from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
-from txsql.planner.build import table_ref
 from txsql.planner.context import RunContext
-from txsql.planner.dialect import SPARK
-from txsql.planner.predicates import prune_files, to_predicate
-from txsql.planner.statements import Query, TableRef
+from txsql.planner.sql.build import table_ref
+from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.predicates import prune_files, to_predicate
+from txsql.planner.sql.statements import Query, TableRef
 from txsql.result import Result
 from txsql.txn.transaction import Transaction
 

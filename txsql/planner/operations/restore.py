@@ -21,8 +21,8 @@ from txsql.log.features import with_features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import timestamp_ms
 from txsql.planner.context import RunContext
-from txsql.planner.rewrite import commit_result
-from txsql.planner.statements import RestoreTable
+from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.sql.statements import RestoreTable
 from txsql.result import Result
 from txsql.storage.paths import parse_location
 from txsql.txn.readset import norm_path

@@ -6,7 +6,7 @@ ANSI casts, NOT NULL enforced like INSERT), a second turns the same rows' ``(_fi
 _row_index)`` into DVs (``spark_jobs`` = 2 in ``Result.metrics``). Both consumers see
 identical rows even for a non-deterministic WHERE clause. The scan does not apply the
 files' DVs (that costs DV expansion and broadcast jobs); rows already deleted are dropped
-after the WHERE clause by :func:`~txsql.planner.live_rows.drop_deleted_rows`. Updating a
+after the WHERE clause by :func:`~txsql.planner.dml.live_rows.drop_deleted_rows`. Updating a
 partition column simply writes the new rows into their new partition. Tables without DVs
 get copy-on-write from the shared DV machinery."""
 
@@ -22,13 +22,13 @@ from txsql.engine.scan import resolve_path, snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.errors import SchemaError, TxSqlError
 from txsql.log.actions import Action, AddFile
-from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
-from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
-from txsql.planner.jobs import count_job, counting_jobs
-from txsql.planner.live_rows import drop_deleted_rows, without_dvs
-from txsql.planner.statements import Update
-from txsql.planner.target import DmlTarget, commit_dml, open_target
+from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.jobs import count_job, counting_jobs
+from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
+from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
+from txsql.planner.sql.statements import Update
 from txsql.result import Result
 from txsql.txn.rowlevel import num_records
 

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from txsql.engine.write import STAGING_DIR
 from txsql.errors import RetentionTooShortError, TransactionError
 from txsql.log import properties
+from txsql.log.retention import creation_time_ms, logged_files, referenced_files
 from txsql.planner.context import RunContext
-from txsql.planner.retention import creation_time_ms, logged_files, referenced_files
-from txsql.planner.statements import VacuumTable
+from txsql.planner.sql.statements import VacuumTable
 from txsql.result import Result
 from txsql.storage.leftovers import remove_stale_leftovers
 from txsql.storage.paths import parse_location

@@ -15,13 +15,13 @@ from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.alter import PROTOCOL_KEYS, apply_protocol_versions
+from txsql.log.retention import data_file_path
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
-from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
-from txsql.planner.query import query_dataframe
-from txsql.planner.retention import data_file_path
-from txsql.planner.statements import CreateTable, InsertInto
+from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
+from txsql.planner.operations.query import query_dataframe
+from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
 from txsql.storage.paths import parse_location
 from txsql.txn.transaction import CommitResult, Transaction

@@ -1,96 +1,111 @@
-"""Turn sqlglot expressions into the typed statements of :mod:`txsql.planner.statements`."""
+"""Turn sqlglot expressions into the typed statements of :mod:`txsql.planner.sql.statements`.
+
+One dispatch table, :data:`BUILDERS`, maps each sqlglot node type to its builder; a builder
+returns None for a node of its type it does not own (e.g. ``CREATE VIEW``), which makes the
+statement unsupported. The hint of that error lists :data:`STATEMENT_NAMES`, the same table
+the statement registry is checked against, so it cannot go stale.
+"""
 
 from __future__ import annotations
 
-from sqlglot import exp
+import re
+from collections.abc import Callable
+from typing import Any
 
-from txsql.errors import SqlError, UnsupportedStatementError
-from txsql.planner.dialect import SPARK
-from txsql.planner.statements import (
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
+from txsql.planner.sql import commands, dml, merge
+from txsql.planner.sql.dialect import DIALECT, SPARK, Optimize, Reorg, Restore, Vacuum
+from txsql.planner.sql.nodes import (
+    column_spec,
+    no_time_travel,
+    property_key,
+    property_value,
+    table_node,
+    table_ref,
+)
+from txsql.planner.sql.statements import (
+    STATEMENT_NAMES,
     Begin,
     ColumnSpec,
     Commit,
     CreateTable,
     DescribeHistory,
+    Explain,
     InsertInto,
     Query,
     Rollback,
     Statement,
-    TableRef,
 )
 
-SUPPORTED = "CREATE TABLE, INSERT INTO, SELECT, DESCRIBE HISTORY, BEGIN, COMMIT, ROLLBACK"
+Builder = Callable[[Any], Statement | None]
+
+
+def supported_statements() -> str:
+    """The statements txsql runs, for error hints."""
+    return ", ".join(STATEMENT_NAMES.values())
 
 
 def build_statement(expression: exp.Expr) -> Statement:
     """Build the typed statement for one parsed expression."""
-    from txsql.planner.commands import build_command  # local: commands imports this module
-
-    command = build_command(expression)
-    if command is not None:
-        return command
-    from txsql.planner.dml_build import build_dml  # local: dml_build imports this module
-
-    dml = build_dml(expression)
-    if dml is not None:
-        return dml
-    if isinstance(expression, exp.Create) and expression.kind == "TABLE":
-        return _create_table(expression)
-    if isinstance(expression, exp.Insert):
-        return _insert(expression)
-    if isinstance(expression, exp.Merge):
-        from txsql.planner.merge_plan import build_merge  # local: merge_plan imports this
-
-        return build_merge(expression)
-    if isinstance(expression, exp.Query):
-        return Query(expression)
-    if isinstance(expression, exp.Describe) and expression.args.get("style") == "HISTORY":
-        return DescribeHistory(
-            _no_time_travel(table_ref(_table(expression.this)), "DESCRIBE HISTORY")
-        )
-    if isinstance(expression, exp.Transaction):
-        return Begin(_isolation(expression))
-    if isinstance(expression, exp.Commit):
-        return Commit()
-    if isinstance(expression, exp.Rollback):
-        return Rollback()
+    # The most specific registered node type wins (exp.Select is found through exp.Query).
+    for node_type in type(expression).__mro__:
+        builder = BUILDERS.get(node_type)
+        if builder is not None:
+            statement = builder(expression)
+            if statement is not None:
+                return statement
+            break
     raise UnsupportedStatementError(
         f"{_kind(expression)} statements are not supported yet",
-        hint=f"txsql runs {SUPPORTED}.",
+        hint=f"txsql runs {supported_statements()}.",
     )
 
 
-def table_ref(table: exp.Table) -> TableRef:
-    """The :class:`TableRef` of a table node (``delta.`/p``` is a path)."""
-    version = table.args.get("version")
-    as_of_version: int | None = None
-    as_of_timestamp: str | None = None
-    if isinstance(version, exp.Version):
-        value = version.expression
-        if str(version.this).upper() == "VERSION":
-            if not (isinstance(value, exp.Literal) and not value.is_string):
-                raise SqlError(
-                    "VERSION AS OF needs an integer literal", hint="e.g. VERSION AS OF 3"
-                )
-            as_of_version = int(value.this)
-        else:
-            as_of_timestamp = value.sql(SPARK)  # a Spark SQL expression, evaluated later
-    db = table.args.get("db")
-    if db is not None and db.name.lower() == "delta" and table.this.args.get("quoted"):
-        return TableRef(path=table.name, version=as_of_version, timestamp=as_of_timestamp)
-    name = ".".join(part.name for part in table.parts)
-    return TableRef(name=name, version=as_of_version, timestamp=as_of_timestamp)
+def _create(create: exp.Create) -> CreateTable | None:
+    return _create_table(create) if create.kind == "TABLE" else None
 
 
-def _no_time_travel(ref: TableRef, statement: str) -> TableRef:
-    # `t@v1` / VERSION AS OF parse on any table name; where a version means nothing it must
-    # be refused, not dropped.
-    if ref.version is not None or ref.timestamp is not None:
-        raise SqlError(
-            f"{statement} cannot take a time-travel reference ({ref.display}@... / AS OF)",
-            hint="Name the table itself, without @v<N> or VERSION/TIMESTAMP AS OF.",
+def _insert_any(insert: exp.Insert) -> Statement:
+    # INSERT OVERWRITE and INSERT ... REPLACE WHERE are commands; a plain INSERT appends.
+    return commands.build_command(insert) or _insert(insert)
+
+
+def _describe(describe: exp.Describe) -> Statement | None:
+    style = describe.args.get("style")
+    if style == "DETAIL":
+        return commands.build_command(describe)
+    if style == "HISTORY":
+        return DescribeHistory(
+            no_time_travel(table_ref(table_node(describe.this)), "DESCRIBE HISTORY")
         )
-    return ref
+    return None
+
+
+def _command(command: exp.Command) -> Explain | None:
+    return _explain(command) if str(command.this).upper() == "EXPLAIN" else None
+
+
+# Spark's EXPLAIN modes; txsql shows its own plan whichever is given.
+_EXPLAIN_MODES = re.compile(r"^\s*(EXTENDED|FORMATTED|COST|CODEGEN)\b", re.IGNORECASE)
+
+
+def _explain(command: exp.Command) -> Explain:
+    inner = command.expression
+    text = inner.name if isinstance(inner, exp.Literal) else (inner.sql(SPARK) if inner else "")
+    text = _EXPLAIN_MODES.sub("", text, count=1).strip()
+    if not text:
+        raise SqlError("EXPLAIN needs a statement", hint="e.g. EXPLAIN DELETE FROM t WHERE id = 1")
+    try:
+        parsed = sqlglot.parse(text, read=DIALECT)
+    except ParseError as e:
+        raise SqlParseError(f"syntax error in EXPLAIN: {e.errors[0]['description']}") from None
+    if len(parsed) != 1 or parsed[0] is None:
+        raise SqlParseError("EXPLAIN takes exactly one statement")
+    return Explain(build_statement(parsed[0]), text)
 
 
 def _create_table(create: exp.Create) -> CreateTable:
@@ -112,7 +127,7 @@ def _create_table(create: exp.Create) -> CreateTable:
                     "not enforce it",
                     hint="Remove the constraint; check the rule with a query instead.",
                 )
-        columns = tuple(_column(c) for c in target.expressions)
+        columns = tuple(column_spec(c) for c in target.expressions)
         target = target.this
     properties = create.args.get("properties")
     partition_columns: tuple[str, ...] = ()
@@ -133,7 +148,7 @@ def _create_table(create: exp.Create) -> CreateTable:
                     f"USING {fmt} is not supported", hint="txsql tables are Delta tables."
                 )
         elif isinstance(prop, exp.Property) and "value" in prop.args:
-            table_properties.append((_property_key(prop.this), _property_value(prop.args["value"])))
+            table_properties.append((property_key(prop.this), property_value(prop.args["value"])))
         else:
             raise UnsupportedStatementError(
                 f"CREATE TABLE option `{prop.sql(SPARK)}` is not supported",
@@ -141,7 +156,7 @@ def _create_table(create: exp.Create) -> CreateTable:
             )
     query = create.expression if isinstance(create.expression, exp.Query) else None
     return CreateTable(
-        target=_no_time_travel(table_ref(_table(target)), "CREATE TABLE"),
+        target=no_time_travel(table_ref(table_node(target)), "CREATE TABLE"),
         columns=columns,
         partition_columns=partition_columns,
         properties=tuple(table_properties),
@@ -156,50 +171,6 @@ _REPLACE_HINT = (
     "DROP TABLE is not available yet either: create the table under a new name, or use "
     "CREATE TABLE IF NOT EXISTS and then INSERT OVERWRITE to replace its rows."
 )
-
-# Column clauses txsql does not apply: accepting them would store a table that silently
-# lacks the generated values, defaults or checks the user asked for.
-_UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.ComputedColumnConstraint, "GENERATED ALWAYS AS (expr)"),
-    (exp.GeneratedAsIdentityColumnConstraint, "GENERATED ... AS IDENTITY"),
-    (exp.DefaultColumnConstraint, "DEFAULT"),
-    (exp.CheckColumnConstraint, "CHECK"),
-    (exp.PrimaryKeyColumnConstraint, "PRIMARY KEY"),
-    (exp.UniqueColumnConstraint, "UNIQUE"),
-)
-
-
-def _column(column: exp.ColumnDef) -> ColumnSpec:
-    """The spec of one column definition (CREATE TABLE and ALTER TABLE ADD COLUMNS).
-
-    Only NOT NULL and COMMENT are applied; every other clause is refused by name.
-    """
-    nullable = True
-    comment = None
-    for constraint in column.constraints:
-        if isinstance(constraint.kind, exp.NotNullColumnConstraint):
-            nullable = bool(constraint.kind.args.get("allow_null"))
-        elif isinstance(constraint.kind, exp.CommentColumnConstraint):
-            comment = constraint.kind.name
-        else:
-            raise UnsupportedStatementError(
-                f"column {column.name}: {_clause_name(constraint)} is not supported "
-                "(txsql would not apply it)",
-                hint="Remove the clause and compute the value in the INSERT/UPDATE that "
-                "writes the column; NOT NULL and COMMENT are supported.",
-            )
-    kind = column.args.get("kind")
-    if kind is None:
-        raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
-    return ColumnSpec(column.name, kind.sql(SPARK), nullable, comment)
-
-
-def _clause_name(constraint: exp.Expr) -> str:
-    kind = constraint.args.get("kind") if isinstance(constraint, exp.ColumnConstraint) else None
-    for node_type, name in _UNAPPLIED_CLAUSES:
-        if isinstance(kind, node_type):
-            return name
-    return f"`{constraint.sql(SPARK)}`"
 
 
 def _partition_names(node: exp.Expr) -> list[str]:
@@ -216,18 +187,6 @@ def _partition_names(node: exp.Expr) -> list[str]:
     return names
 
 
-def _property_key(node: exp.Expr) -> str:
-    return node.name if isinstance(node, (exp.Literal, exp.Identifier)) else node.sql(SPARK)
-
-
-def _property_value(node: exp.Expr) -> str:
-    if isinstance(node, exp.Literal):
-        return str(node.this)
-    if isinstance(node, exp.Boolean):
-        return "true" if node.this else "false"
-    return node.name or node.sql(SPARK)
-
-
 def _insert(insert: exp.Insert) -> InsertInto:
     if insert.args.get("overwrite"):
         raise UnsupportedStatementError(
@@ -241,7 +200,7 @@ def _insert(insert: exp.Insert) -> InsertInto:
     query = insert.expression
     if query is None:
         raise SqlError("INSERT needs VALUES or a query", hint="INSERT INTO t VALUES (1, 'a')")
-    return InsertInto(table_ref(_table(target)), columns, query)
+    return InsertInto(table_ref(table_node(target)), columns, query)
 
 
 def _isolation(begin: exp.Transaction) -> str | None:
@@ -252,13 +211,27 @@ def _isolation(begin: exp.Transaction) -> str | None:
     return None
 
 
-def _table(node: exp.Expr | None) -> exp.Table:
-    if not isinstance(node, exp.Table):
-        raise SqlError("expected a table name", hint="Name a table or use delta.`/path`.")
-    return node
-
-
 def _kind(expression: exp.Expr) -> str:
     if isinstance(expression, exp.Command):
         return str(expression.this).upper()
     return expression.key.upper()
+
+
+BUILDERS: dict[type[exp.Expr], Builder] = {
+    exp.Create: _create,
+    exp.Insert: _insert_any,
+    exp.Query: Query,
+    exp.Describe: _describe,
+    exp.Merge: merge.build_merge,
+    exp.Delete: dml.build_delete,
+    exp.Update: dml.build_update,
+    exp.Command: _command,
+    exp.Alter: commands.build_command,
+    Restore: commands.build_command,
+    Optimize: commands.build_command,
+    Reorg: commands.build_command,
+    Vacuum: commands.build_command,
+    exp.Transaction: lambda begin: Begin(_isolation(begin)),
+    exp.Commit: lambda _: Commit(),
+    exp.Rollback: lambda _: Rollback(),
+}

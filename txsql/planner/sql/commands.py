@@ -1,7 +1,7 @@
 """Typed statements for overwrites, ALTER TABLE, DESCRIBE DETAIL, RESTORE, OPTIMIZE, VACUUM.
 
-:func:`build_command` is consulted first by :func:`txsql.planner.build.build_statement`;
-it returns None for anything it does not own. The runners live in ``overwrite``,
+:func:`build_command` is registered in :data:`txsql.planner.sql.build.BUILDERS` for these
+node types; it returns None for anything it does not own. The runners live in ``overwrite``,
 ``alter``, ``detail``, ``restore``, ``optimize`` and ``vacuum``.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
-from txsql.planner import build
-from txsql.planner.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
-from txsql.planner.statements import (
+from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
+from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
+from txsql.planner.sql.statements import (
     AlterAddColumns,
     AlterSetProperties,
     AlterUnsetProperties,
@@ -62,7 +62,7 @@ def build_command(expression: exp.Expr) -> CommandStatement | None:
 def _target(node: exp.Expr | None, statement: str) -> TableRef:
     if not isinstance(node, exp.Table):
         raise SqlError(f"{statement} needs a table name", hint="Name a table or use delta.`/path`.")
-    ref = build.table_ref(node)
+    ref = table_ref(node)
     if ref.version is not None or ref.timestamp is not None:
         raise SqlError(
             f"{statement} cannot run on a time-travel reference",
@@ -136,7 +136,7 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
             return None
         return AlterSetProperties(ref, tuple(props))
     if isinstance(action, UnsetTableProperties):
-        keys = tuple(build._property_key(k) for k in action.expressions)
+        keys = tuple(property_key(k) for k in action.expressions)
         return AlterUnsetProperties(ref, keys, bool(action.args.get("exists")))
     if isinstance(action, exp.Schema):
         defs = [c for c in action.expressions if isinstance(c, exp.ColumnDef)]
@@ -145,9 +145,9 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
                 "ALTER TABLE ... ADD COLUMNS takes column definitions only",
                 hint="ALTER TABLE t ADD COLUMNS (c INT COMMENT 'why', d STRING)",
             )
-        return AlterAddColumns(ref, tuple(build._column(c) for c in defs))
+        return AlterAddColumns(ref, tuple(column_spec(c) for c in defs))
     if isinstance(action, exp.ColumnDef):
-        return AlterAddColumns(ref, (build._column(action),))
+        return AlterAddColumns(ref, (column_spec(action),))
     return None
 
 
@@ -156,9 +156,9 @@ def _properties(node: exp.Expr) -> list[tuple[str, str]]:
     out = []
     for prop in items:
         if isinstance(prop, exp.Property) and "value" in prop.args:
-            out.append((build._property_key(prop.this), build._property_value(prop.args["value"])))
+            out.append((property_key(prop.this), property_value(prop.args["value"])))
         elif isinstance(prop, exp.EQ):
-            out.append((build._property_key(prop.this), build._property_value(prop.expression)))
+            out.append((property_key(prop.this), property_value(prop.expression)))
         else:
             raise SqlError(
                 f"cannot read table property {prop.sql(SPARK)}",

@@ -42,7 +42,7 @@ from txsql.log.predicates import (
 )
 from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
-from txsql.planner.dialect import SPARK
+from txsql.planner.sql.dialect import SPARK
 
 _COMPARISONS: dict[type[exp.Expr], str] = {
     exp.EQ: "=",

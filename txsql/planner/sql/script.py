@@ -15,7 +15,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from txsql.errors import ExpressionTooDeepError, SqlParseError
-from txsql.planner.dialect import DIALECT, TxSql
+from txsql.planner.sql.dialect import DIALECT, TxSql
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,12 @@ class DescribeHistory:
     limit: int | None = None
 
 
+# The three kinds of WHEN clause of a MERGE.
+MATCHED = "matched"
+NOT_MATCHED = "not_matched"
+NOT_MATCHED_BY_SOURCE = "not_matched_by_source"
+
+
 @dataclass(frozen=True, slots=True)
 class MergeClause:
     """One WHEN clause of a MERGE, in statement order.
@@ -92,7 +98,7 @@ class Merge:
 
 @dataclass(frozen=True, slots=True)
 class Delete:
-    """``DELETE FROM target [AS alias] [WHERE condition]`` (txsql.planner.dml_build)."""
+    """``DELETE FROM target [AS alias] [WHERE condition]`` (txsql.planner.sql.dml)."""
 
     target: TableRef
     alias: str | None = None
@@ -132,7 +138,7 @@ class Rollback:
     pass
 
 
-# --- table maintenance and overwrites (txsql.planner.commands builds these) ---------------
+# --- table maintenance and overwrites (txsql.planner.sql.commands builds these) ---------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,3 +230,28 @@ Statement = (
     | Update
     | Explain
 )
+
+# The SQL each statement type stands for, in the order error hints list them. Every member
+# of :data:`Statement` has an entry (tests/planner/sql/test_build.py checks), and the
+# registry has a runner for each one but the transaction controls.
+STATEMENT_NAMES: dict[type, str] = {
+    CreateTable: "CREATE TABLE",
+    InsertInto: "INSERT INTO",
+    InsertOverwrite: "INSERT OVERWRITE / REPLACE WHERE",
+    Query: "SELECT",
+    Delete: "DELETE",
+    Update: "UPDATE",
+    Merge: "MERGE INTO",
+    AlterSetProperties: "ALTER TABLE SET TBLPROPERTIES",
+    AlterUnsetProperties: "ALTER TABLE UNSET TBLPROPERTIES",
+    AlterAddColumns: "ALTER TABLE ADD COLUMNS",
+    DescribeHistory: "DESCRIBE HISTORY",
+    DescribeDetail: "DESCRIBE DETAIL",
+    RestoreTable: "RESTORE",
+    OptimizeTable: "OPTIMIZE / REORG",
+    VacuumTable: "VACUUM",
+    Explain: "EXPLAIN",
+    Begin: "BEGIN",
+    Commit: "COMMIT",
+    Rollback: "ROLLBACK",
+}

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 import txsql
-from tests.planner.test_merge import _duckdb_merge, _readers, _txsql_rows
+from tests.planner.operations.merge.test_merge import _duckdb_merge, _readers, _txsql_rows
 from txsql.errors import MergeCardinalityError, SchemaError, SqlError
-from txsql.planner import merge as merge_module
+from txsql.planner.operations.merge import run as merge_module
 
 pytestmark = pytest.mark.spark
 

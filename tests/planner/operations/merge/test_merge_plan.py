@@ -8,10 +8,10 @@ import pytest
 import sqlglot
 
 from txsql.errors import SchemaError, SqlError, UnsupportedStatementError
-from txsql.planner.build import build_statement
-from txsql.planner.dialect import DIALECT, SPARK
-from txsql.planner.merge_plan import MergePlan, operation_parameters, plan_merge
-from txsql.planner.statements import Merge
+from txsql.planner.operations.merge.plan import MergePlan, operation_parameters, plan_merge
+from txsql.planner.sql.build import build_statement
+from txsql.planner.sql.dialect import DIALECT, SPARK
+from txsql.planner.sql.statements import Merge
 
 TARGET = ["id", "v", "p"]
 SOURCE = ["id", "v", "p", "extra"]

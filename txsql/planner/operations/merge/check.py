@@ -28,9 +28,9 @@ from sqlglot import exp
 
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate
-from txsql.planner.merge_plan import NOT_MATCHED_BY_SOURCE, MergePlan
-from txsql.planner.predicates import to_predicate
-from txsql.planner.statements import Merge
+from txsql.planner.operations.merge.plan import MergePlan
+from txsql.planner.sql.predicates import to_predicate
+from txsql.planner.sql.statements import NOT_MATCHED_BY_SOURCE, Merge
 from txsql.txn.joinread import JoinRead
 from txsql.txn.transaction import Transaction
 
@@ -146,7 +146,7 @@ class SparkJoinChecker:
         from pyspark.sql import functions as F
 
         from txsql.engine.scan import snapshot_row_ids
-        from txsql.planner.row_check import physical_rows
+        from txsql.planner.dml.row_check import physical_rows
 
         try:
             target = physical_rows(self._spark, self._snapshot, rows).drop(

@@ -22,7 +22,8 @@ from pyspark.sql import functions as F
 
 from txsql.engine.scan import row_id_columns
 from txsql.errors import MergeCardinalityError, SchemaError
-from txsql.planner.merge_plan import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, MergePlan
+from txsql.planner.operations.merge.plan import MergePlan
+from txsql.planner.sql.statements import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

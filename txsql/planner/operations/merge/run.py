@@ -7,7 +7,8 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
    unmatched target rows, files are pruned by the ON conjuncts on target columns alone
    (rows failing them cannot match anything).
 3. Target joins source; each row gets the first clause of its kind whose condition holds
-   and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.merge_exec`). The source
+   and, for UPDATE/INSERT, its new values
+   (:mod:`txsql.planner.operations.merge.execute`). The source
    and that result are persisted and everything below reads them, so a non-deterministic
    source or condition is evaluated once (the join, ``numSourceRows`` and the conflict
    check's copy of the source all see the same rows). One job summarizes the result:
@@ -17,7 +18,7 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
    versions of updated and deleted rows are marked in DVs (copy-on-write on tables
    without DVs). Insert-only merges skip the DV step entirely.
 5. The read set: the target rows joining the source (ON, a copy of the source's ON
-   columns, files read, rows matched; :mod:`txsql.planner.merge_check`), so concurrent
+   columns, files read, rows matched; :mod:`txsql.planner.operations.merge.check`), so concurrent
    commits conflict only when their rows could join with this source; then one ``MERGE``
    commit with Delta's operationParameters and operationMetrics.
 
@@ -40,12 +41,13 @@ from txsql.engine.scan import resolve_path
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
-from txsql.planner import merge_exec as mx
-from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
-from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
-from txsql.planner.merge_check import capture_source, record_merge_read, target_predicate
-from txsql.planner.merge_plan import (
+from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.rewrite import commit_result, scan_files
+from txsql.planner.operations.merge import execute as mx
+from txsql.planner.operations.merge.check import capture_source, record_merge_read, target_predicate
+from txsql.planner.operations.merge.plan import (
     MATCHED,
     NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
@@ -53,10 +55,9 @@ from txsql.planner.merge_plan import (
     operation_parameters,
     plan_merge,
 )
-from txsql.planner.predicates import prune_files
-from txsql.planner.query import query_dataframe
-from txsql.planner.rewrite import commit_result, scan_files
-from txsql.planner.statements import Merge
+from txsql.planner.operations.query import query_dataframe
+from txsql.planner.sql.predicates import prune_files
+from txsql.planner.sql.statements import Merge
 from txsql.result import Result
 
 if TYPE_CHECKING:

@@ -281,7 +281,7 @@ class TxSqlMagics(Magics, TxSql):
             raise MagicUsageError(f"{name} needs a table", hint=f"e.g. %txsql {name} orders")
         limit = self._limit(options)
         if name == "history":
-            from txsql.planner.operations.history import history_rows
+            from txsql.planner.operations.describe import history_rows
 
             table = session.table(" ".join(args))
             rows = history_rows(table.log, None if limit is None else limit + 1)

@@ -18,9 +18,8 @@ from txsql.planner.operations.alter import (
     run_unset_properties,
 )
 from txsql.planner.operations.delete import run_delete
-from txsql.planner.operations.describe import run_describe_detail
+from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
-from txsql.planner.operations.history import run_describe_history
 from txsql.planner.operations.merge.run import run_merge
 from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.operations.overwrite import run_insert_overwrite

@@ -1,8 +1,9 @@
 """Typed statements for overwrites, ALTER TABLE, DESCRIBE DETAIL, RESTORE, OPTIMIZE, VACUUM.
 
 :func:`build_command` is registered in :data:`txsql.planner.sql.build.BUILDERS` for these
-node types; it returns None for anything it does not own. The runners live in ``overwrite``,
-``alter``, ``detail``, ``restore``, ``optimize`` and ``vacuum``.
+node types; it returns None for anything it does not own. The runners live in
+:mod:`txsql.planner.operations` (``overwrite``, ``alter``, ``describe``, ``restore``,
+``optimize``, ``vacuum``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _insert_overwrite(insert: exp.Insert) -> InsertOverwrite | None:
     overwrite = bool(insert.args.get("overwrite"))
     where = insert.args.get("where")
     if not overwrite and where is None:
-        return None  # a plain INSERT INTO: writes.py appends
+        return None  # a plain INSERT INTO: operations/writes.py appends
     if overwrite and where is not None:
         raise SqlError(
             "INSERT OVERWRITE cannot have REPLACE WHERE",

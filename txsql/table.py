@@ -10,7 +10,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import sql_string
 from txsql.planner.operations.describe import history_dataframe
-from txsql.planner.sql.build import table_ref
+from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.script import parse_statement, split_statements
 from txsql.planner.sql.statements import TableRef
 

@@ -1,4 +1,4 @@
-"""Queries: txsql table references become temp views over snapshot scans, Spark runs the rest.
+"""Reading txsql tables in SQL: each becomes a temp view over its snapshot, Spark runs the rest.
 
 Joins between txsql tables, Spark tables and temp views (e.g. notebook DataFrames) just work
 because Spark sees only views.
@@ -18,11 +18,10 @@ from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.sql.build import table_ref
 from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.predicates import prune_files, to_predicate
-from txsql.planner.sql.statements import Query, TableRef
-from txsql.result import Result
+from txsql.planner.sql.statements import TableRef
 from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -30,13 +29,6 @@ if TYPE_CHECKING:
 
 MAX_TRACKED_READ_ROWS = 10_000
 """Rows a SELECT in a transaction records one by one; beyond it, its files are read whole."""
-
-
-def run_query(ctx: RunContext, statement: Query, text: str) -> Result:
-    df, versions = query_dataframe(ctx, statement.expression)
-    version = next(iter(versions.values())) if len(versions) == 1 else None
-    table = next(iter(versions)) if len(versions) == 1 else None
-    return Result(text, "SELECT", version=version, table=table, df=df)
 
 
 def query_dataframe(

@@ -87,7 +87,7 @@ class DmlTarget:
         ``extra`` adds named expressions (UPDATE's SET values) evaluated on the same rows.
         """
         from txsql.engine.scan import scan_snapshot
-        from txsql.planner.operations.query import substitute_tables
+        from txsql.planner.dml.reads import substitute_tables
 
         spark = self.ctx.spark
         view = f"txsql_dml_{uuid.uuid4().hex[:16]}"

@@ -127,7 +127,7 @@ def _names(files: Sequence[AddFile]) -> str:
 
 
 def explain_query(ctx: RunContext, statement: Query) -> tuple[list[Step], dict[str, int]]:
-    from txsql.planner.operations.query import substitute_tables
+    from txsql.planner.dml.reads import substitute_tables
 
     rewritten, versions = substitute_tables(ctx, statement.expression)
     steps: list[Step] = [("reads", f"{name} at version {v}") for name, v in versions.items()]

@@ -41,13 +41,13 @@ from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import (
     commit_result,
     partition_key,
     scan_files,
     total_records,
 )
-from txsql.planner.operations.query import query_dataframe
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import plan_files, predicate_sql, to_predicate
 from txsql.planner.sql.statements import InsertOverwrite

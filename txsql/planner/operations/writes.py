@@ -19,8 +19,8 @@ from txsql.log.retention import data_file_path
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.context import RunContext
 from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
-from txsql.planner.operations.query import query_dataframe
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
 from txsql.storage.paths import parse_location

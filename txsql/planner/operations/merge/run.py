@@ -44,6 +44,7 @@ from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import commit_result, scan_files
 from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.check import capture_source, record_merge_read, target_predicate
@@ -55,7 +56,6 @@ from txsql.planner.operations.merge.plan import (
     operation_parameters,
     plan_merge,
 )
-from txsql.planner.operations.query import query_dataframe
 from txsql.planner.sql.predicates import prune_files
 from txsql.planner.sql.statements import Merge
 from txsql.result import Result

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import TransactionError
+from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
-from txsql.log.retention import cleanup_after_commit
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
 from txsql.planner.sql.statements import TableRef

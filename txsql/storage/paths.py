@@ -87,3 +87,11 @@ def classify_log_file(name: str) -> LogFileName | None:
     if m := _V2_CHECKPOINT.match(name):
         return LogFileName("v2", int(m.group(1)))
     return None
+
+
+def data_file_path(root: str, path: str) -> str:
+    """Local path of an add/remove ``path`` (relative and URI-encoded, or absolute URI)."""
+    parsed = urlparse(path)
+    if parsed.scheme:
+        return os.path.normpath(unquote(parsed.path))
+    return os.path.normpath(os.path.join(root, unquote(path)))

@@ -14,8 +14,8 @@ import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.errors import VersionNotFoundError
 from txsql.log.deltalog import DeltaLog
-from txsql.log.retention import data_file_path
 from txsql.planner.operations.vacuum import CHECK_CONF, RetentionTooShortError
+from txsql.storage.paths import data_file_path
 
 pytestmark = [pytest.mark.spark]
 

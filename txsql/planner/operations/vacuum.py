@@ -33,12 +33,14 @@ from dataclasses import dataclass
 from txsql.engine.write import STAGING_DIR
 from txsql.errors import RetentionTooShortError, TransactionError
 from txsql.log import properties
-from txsql.log.retention import creation_time_ms, logged_files, referenced_files
+from txsql.log.actions import AddFile, RemoveFile
+from txsql.log.deltalog import DeltaLog
+from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.sql.statements import VacuumTable
 from txsql.result import Result
 from txsql.storage.leftovers import remove_stale_leftovers
-from txsql.storage.paths import parse_location
+from txsql.storage.paths import data_file_path, parse_location
 
 CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 _HOUR_MS = 3_600_000
@@ -203,3 +205,57 @@ def _remove_empty_dirs(root: str) -> int:
             continue
         removed += 1
     return removed
+
+
+# The file sets VACUUM compares (local paths, so they compare with a directory walk).
+
+
+def referenced_files(snapshot: Snapshot, root: str, cutoff_ms: int) -> set[str]:
+    """Local paths VACUUM must keep: live files, their DVs, and unexpired tombstones'."""
+    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
+    entries += [
+        (r.path, r.deletion_vector)
+        for r in snapshot.tombstones
+        if (r.deletion_timestamp or 0) > cutoff_ms
+    ]
+    return _local_paths(root, entries)
+
+
+def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:
+    """Local paths of every data and DV file a readable commit or the snapshot names.
+
+    These provably belong to the table (some commit wrote them), whatever their
+    modification time: a CTAS's files are older than its own version-0 commit.
+    """
+    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
+    entries += [(r.path, r.deletion_vector) for r in snapshot.tombstones]
+    for version in log.store.list_commits():
+        if version > snapshot.version:
+            break
+        for action in log.read_commit(version):
+            if isinstance(action, (AddFile, RemoveFile)):
+                entries.append((action.path, action.deletion_vector))
+    return _local_paths(root, entries)
+
+
+def creation_time_ms(log: DeltaLog, snapshot: Snapshot) -> int | None:
+    """When the table was created: version 0's file time, else the metadata's createdTime.
+
+    None when neither is known: VACUUM then deletes only files the log names.
+    """
+    try:
+        return log.store.commit_status(0).modification_time
+    except FileNotFoundError:
+        return snapshot.metadata.created_time
+
+
+def _local_paths(root: str, entries: list[tuple[str, object]]) -> set[str]:
+    paths: set[str] = set()
+    for path, dv in entries:
+        paths.add(data_file_path(root, path))
+        absolute = getattr(dv, "absolute_path", None)
+        if absolute is not None:
+            located = absolute(root)
+            if located is not None:
+                paths.add(os.path.normpath(located))
+    return paths

@@ -15,7 +15,6 @@ from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata
 from txsql.log.deltalog import DeltaLog
-from txsql.log.retention import data_file_path
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.context import RunContext
 from txsql.planner.dml.conform import conform_to_schema
@@ -23,7 +22,7 @@ from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
-from txsql.storage.paths import parse_location
+from txsql.storage.paths import data_file_path, parse_location
 from txsql.txn.transaction import CommitResult, Transaction
 
 if TYPE_CHECKING:

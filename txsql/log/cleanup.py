@@ -1,4 +1,4 @@
-"""Log cleanup (Delta's ``MetadataCleanup``) and the file-set rules VACUUM shares.
+"""Log cleanup (Delta's ``MetadataCleanup``): expired commit and checkpoint files.
 
 After a checkpoint, commit and checkpoint files older than ``delta.logRetentionDuration``
 (default 30 days) are deleted, but only those *before the newest checkpoint that is itself
@@ -12,20 +12,17 @@ travel to a deleted version then raises :class:`~txsql.errors.VersionNotFoundErr
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
-from urllib.parse import unquote, urlparse
 
 from txsql.errors import TxSqlError
 from txsql.log import properties
-from txsql.log.actions import AddFile, Metadata, Protocol, RemoveFile
+from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.checkpoint_read import read_checkpoint
 from txsql.log.checksum import state_of, verify
 from txsql.log.deltalog import DeltaLog
 from txsql.log.history import monotonic_timestamps
 from txsql.log.segment import CheckpointRef, find_segment, list_log
-from txsql.log.snapshot import Snapshot
 from txsql.storage.logstore import LogStore
 
 logger = logging.getLogger(__name__)
@@ -107,62 +104,3 @@ def _checkpoint_is_sound(store: LogStore, ref: CheckpointRef) -> bool:
         logger.warning("checkpoint %d is unreadable: keeping the commits below it", ref.version)
         return False
     return True
-
-
-def data_file_path(root: str, path: str) -> str:
-    """Local path of an add/remove ``path`` (relative and URI-encoded, or absolute URI)."""
-    parsed = urlparse(path)
-    if parsed.scheme:
-        return os.path.normpath(unquote(parsed.path))
-    return os.path.normpath(os.path.join(root, unquote(path)))
-
-
-def referenced_files(snapshot: Snapshot, root: str, cutoff_ms: int) -> set[str]:
-    """Local paths VACUUM must keep: live files, their DVs, and unexpired tombstones'."""
-    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
-    entries += [
-        (r.path, r.deletion_vector)
-        for r in snapshot.tombstones
-        if (r.deletion_timestamp or 0) > cutoff_ms
-    ]
-    return _local_paths(root, entries)
-
-
-def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:
-    """Local paths of every data and DV file a readable commit or the snapshot names.
-
-    These provably belong to the table (some commit wrote them), whatever their
-    modification time: a CTAS's files are older than its own version-0 commit.
-    """
-    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
-    entries += [(r.path, r.deletion_vector) for r in snapshot.tombstones]
-    for version in log.store.list_commits():
-        if version > snapshot.version:
-            break
-        for action in log.read_commit(version):
-            if isinstance(action, (AddFile, RemoveFile)):
-                entries.append((action.path, action.deletion_vector))
-    return _local_paths(root, entries)
-
-
-def creation_time_ms(log: DeltaLog, snapshot: Snapshot) -> int | None:
-    """When the table was created: version 0's file time, else the metadata's createdTime.
-
-    None when neither is known: VACUUM then deletes only files the log names.
-    """
-    try:
-        return log.store.commit_status(0).modification_time
-    except FileNotFoundError:
-        return snapshot.metadata.created_time
-
-
-def _local_paths(root: str, entries: list[tuple[str, object]]) -> set[str]:
-    paths: set[str] = set()
-    for path, dv in entries:
-        paths.add(data_file_path(root, path))
-        absolute = getattr(dv, "absolute_path", None)
-        if absolute is not None:
-            located = absolute(root)
-            if located is not None:
-                paths.add(os.path.normpath(located))
-    return paths

@@ -137,7 +137,7 @@ class Session:
 
     def table(self, name_or_path: str) -> Table:
         """A handle on a table by name, ``delta.`/path``` or a plain path."""
-        return Table(self, name_or_path)
+        return Table(self._context, name_or_path)
 
     def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
         started = time.perf_counter()

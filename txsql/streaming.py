@@ -12,6 +12,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from txsql.planner.idempotent import AppWrite
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -39,8 +41,6 @@ def foreach_batch_writer(table: Appendable, app_id: str) -> Callable[[DataFrame,
     Returns:
         A function appending each micro-batch with ``app_version=batch_id``.
     """
-    from txsql.planner.idempotent import AppWrite
-
     AppWrite.from_args(app_id, 0)  # validate now, not at the first batch
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:

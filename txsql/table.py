@@ -10,10 +10,13 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import sql_string
 from txsql.planner.context import RunContext
+from txsql.planner.idempotent import AppWrite, StatementSkipped
 from txsql.planner.operations.describe import history_dataframe
+from txsql.planner.operations.writes import append_dataframe
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.script import parse_statement, split_statements
 from txsql.planner.sql.statements import TableRef
+from txsql.streaming import foreach_batch_writer
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,9 +87,6 @@ class Table:
         that version of the app (or a newer one) nothing is written and the Result's
         ``message`` says so; otherwise the commit records it in a ``txn`` action.
         """
-        from txsql.planner.idempotent import AppWrite, StatementSkipped
-        from txsql.planner.operations.writes import append_dataframe
-
         app = AppWrite.from_args(app_id, app_version)
         base = self._context
         # Its own autocommit context: an append never joins a SQL BEGIN of the session.
@@ -111,8 +111,6 @@ class Table:
         table); the batch id is the app version, so a batch replayed after a restart is
         skipped.
         """
-        from txsql.streaming import foreach_batch_writer
-
         return foreach_batch_writer(self, app_id)
 
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from txsql.engine.scan import scan_snapshot
 from txsql.errors import (
     CommitConflictError,
     CommitRetriesExceededError,
@@ -26,6 +27,7 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
+from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.rewrite import commit_result
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import FilePlan, plan_files, predicate_sql, to_predicate
@@ -86,9 +88,6 @@ class DmlTarget:
 
         ``extra`` adds named expressions (UPDATE's SET values) evaluated on the same rows.
         """
-        from txsql.engine.scan import scan_snapshot
-        from txsql.planner.dml.reads import substitute_tables
-
         spark = self.ctx.spark
         view = f"txsql_dml_{uuid.uuid4().hex[:16]}"
         scan = scan_snapshot(spark, replace(self.snapshot, files=tuple(files)), with_row_ids=True)

@@ -16,6 +16,7 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import split_predicate, to_sql
 from txsql.planner.context import RunContext
 from txsql.planner.dml.dv_writes import deletion_vectors_allowed
+from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.target import open_target
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.statements import Delete, Explain, Query, Update
@@ -127,8 +128,6 @@ def _names(files: Sequence[AddFile]) -> str:
 
 
 def explain_query(ctx: RunContext, statement: Query) -> tuple[list[Step], dict[str, int]]:
-    from txsql.planner.dml.reads import substitute_tables
-
     rewritten, versions = substitute_tables(ctx, statement.expression)
     steps: list[Step] = [("reads", f"{name} at version {v}") for name, v in versions.items()]
     row = ctx.spark.sql(f"EXPLAIN {rewritten.sql(SPARK)}").first()

@@ -39,10 +39,13 @@ SUBCOMMANDS = ("history", "diff", "sessions", "tables")
 STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-separated):
   CREATE TABLE t (id BIGINT, v STRING) [PARTITIONED BY (...)] [AS SELECT ...]
   INSERT INTO t VALUES (1, 'a')            SELECT * FROM t VERSION AS OF 3
-  DESCRIBE HISTORY t                       and UPDATE/DELETE/MERGE/RESTORE/... as they land
+  DESCRIBE HISTORY t  (compact columns; %%txsql --all-columns shows all 15)
+  and UPDATE/DELETE/MERGE/RESTORE/OPTIMIZE/VACUUM/...
 Parameters: `WHERE id = :id` binds the notebook variable `id` as a typed literal.
 DataFrames: `FROM df` reads the pandas or Spark DataFrame in variable `df`.
-Subcommands: %txsql history t | diff t [v1 [v2]] | sessions | tables
+Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | sessions | tables
+  diff pairs a removed and an added row with the same key (default: the first column)
+  into one updated row shown as old → new.
 Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress"""
 
 
@@ -154,6 +157,7 @@ class TxSqlMagics(Magics, TxSql):
             feedback=0 if quiet else self.feedback,
             progress_display=IPythonDisplay if self._progress_enabled(quiet) else None,
             progress_delay=self.progress_delay,
+            all_columns=options.all_columns,
         )
         if options.render:
             return render_sql(run, source)
@@ -287,8 +291,8 @@ class TxSqlMagics(Magics, TxSql):
             rows = history_rows(table.log, None if limit is None else limit + 1)
             truncated = limit is not None and len(rows) > limit
             return HistoryView(table.name, rows[:limit] if limit is not None else rows, truncated)
-        table_name, v1, v2 = parse_diff_args(args)
-        return version_diff(session, table_name, v1, v2, limit)
+        wanted = parse_diff_args(args)
+        return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
 
     def _status(self) -> TextView:
         lines = [f"txsql {__version__}"]

@@ -209,7 +209,10 @@ def test_history_diff_and_describe_history(ip: Any) -> None:
     assert (diff.old, diff.new, diff.added, diff.removed) == (1, 2, [(3, "c")], [])
     back = ip.run_line_magic("txsql", "diff h 2 0")
     assert sorted(back.removed) == [(1, "a"), (2, "b"), (3, "c")] and back.added == []
-    assert "h: v2 → v0 · 0 added, 0 updated, 3 removed" in repr(back) and "−</td>" in back._repr_html_()
+    assert (
+        "h: v2 → v0 · 0 added, 0 updated, 3 removed" in repr(back)
+        and "−</td>" in back._repr_html_()
+    )
 
     described = cell(ip, "DESCRIBE HISTORY h")
     assert "<svg" in described._repr_html_() and "v1 WRITE +2" in repr(described)

@@ -16,7 +16,12 @@ from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config.configurable import Configurable
 
 from txsql import __version__
-from txsql.engine.spark import BackgroundStart, wants_background_start, warm_session
+from txsql.engine.spark import (
+    BackgroundStart,
+    spark_log_path,
+    wants_background_start,
+    warm_session,
+)
 from txsql.errors import CommitConflictError, TxSqlError
 from txsql.magics.conflict import ConflictCard
 from txsql.magics.diff import parse_diff_args, version_diff
@@ -308,6 +313,9 @@ class TxSqlMagics(Magics, TxSql):
             lines.append("Spark: not used yet (the first statement picks the active session)")
         open_sessions = ", ".join(self.named.badge(n) for n in self.named.open) or "none"
         lines.append(f"open sessions: {open_sessions}")
+        log = spark_log_path()
+        if os.path.exists(log):  # a local JVM txsql started writes its own output there
+            lines.append(f"Spark's log: {log}")
         lines.append(
             f"settings: displaylimit={self.displaylimit} feedback={self.feedback} "
             f"output={self.output} progress={self.progress}"

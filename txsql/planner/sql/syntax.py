@@ -73,17 +73,7 @@ def describe(text: str, detail: Mapping[str, Any], tokens: Sequence[Token]) -> S
     found = "the end of the statement" if last else f"`{_shown(text, bad)}`"
     required = _REQUIRED.search(description)
     if required is not None:
-        key, node = required.group(1), required.group(2)
-        if node in _CONDITION_CLAUSES:
-            keyword = _CONDITION_CLAUSES[node]
-            at = next((t for t in reversed(tokens[: bad_index + 1]) if t.text.upper() == keyword), bad)
-            return _at(text, at, f"expected a condition after {keyword}, found {_after(text, tokens, at)}")
-        if key == "this" and prev is not None:
-            return _at(text, prev, f"expected an expression before `{_shown(text, prev)}`")
-        if last:
-            return _at(text, bad, f"expected an expression after `{_shown(text, bad)}`, found {found}")
-        after = f" after `{_shown(text, prev)}`" if prev is not None else ""
-        return _at(text, bad, f"expected an expression{after}, found {found}")
+        return _missing_operand(text, tokens, bad_index, required.group(1), required.group(2))
     expecting = _EXPECTING.match(description.strip())
     if expecting is not None:
         wanted = expecting.group(1).strip()
@@ -94,6 +84,29 @@ def describe(text: str, detail: Mapping[str, Any], tokens: Sequence[Token]) -> S
         after = f" after `{_shown(text, prev)}`" if prev is not None else ""
         return _at(text, bad, f"unexpected `{_shown(text, bad)}`{after}")
     return _at(text, bad, _plain(description))
+
+
+def _missing_operand(
+    text: str, tokens: Sequence[Token], bad_index: int, key: str, node: str
+) -> SyntaxProblem:
+    """sqlglot built node ``node`` without its ``key`` child: an operand is missing."""
+    bad = tokens[bad_index]
+    prev = tokens[bad_index - 1] if bad_index > 0 else None
+    if node in _CONDITION_CLAUSES:
+        keyword = _CONDITION_CLAUSES[node]
+        before = reversed(tokens[: bad_index + 1])
+        at = next((t for t in before if t.text.upper() == keyword), bad)
+        found = _after(text, tokens, at)
+        return _at(text, at, f"expected a condition after {keyword}, found {found}")
+    if key == "this" and prev is not None:  # the left operand of `prev`
+        return _at(text, prev, f"expected an expression before `{_shown(text, prev)}`")
+    if bad_index == len(tokens) - 1:
+        shown = _shown(text, bad)
+        return _at(
+            text, bad, f"expected an expression after `{shown}`, found the end of the statement"
+        )
+    after = f" after `{_shown(text, prev)}`" if prev is not None else ""
+    return _at(text, bad, f"expected an expression{after}, found `{_shown(text, bad)}`")
 
 
 def tokenizer_problem(text: str, error: TokenError) -> SyntaxProblem:

@@ -135,9 +135,26 @@ def _launch_jvm_quietly(options: Mapping[str, str]) -> None:
         conf = SparkConf(loadDefaults=False)
         for key, value in options.items():
             conf.set(key, value)
-        with open(spark_log_path(), "ab") as log:
-            gateway = launch_gateway(conf, popen_kwargs={"stderr": log, "stdout": log})
+        path = spark_log_path()
+        with open(path, "ab") as log:
+            try:
+                gateway = launch_gateway(conf, popen_kwargs={"stderr": log, "stdout": log})
+            except Exception as error:  # the reason is in the log, not on the console
+                raise SparkStartError(
+                    f"the local Spark JVM did not start: {type(error).__name__}: "
+                    f"{str(error).strip()[:200]}. Its output: {_tail(path)}",
+                    hint=f"Read {path}; check that Java 17+ is installed (JAVA_HOME).",
+                ) from error
         SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _tail(path: str, lines: int = 5) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as log:
+            last = log.read().strip().splitlines()[-lines:]
+    except OSError:
+        return "(unreadable)"
+    return " | ".join(last) if last else "(empty)"
 
 
 def prepare_session(spark: SparkSession) -> SparkSession:

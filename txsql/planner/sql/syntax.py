@@ -10,9 +10,12 @@ unexpected token.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
+import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,33 @@ CLAUSE_WORDS = (
 _REQUIRED = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
 _EXPECTING = re.compile(r"^Expecting (.+)$")
 _CONDITION_CLAUSES = {"Where": "WHERE", "Having": "HAVING", "Qualify": "QUALIFY"}
+
+
+# sqlglot logs warnings ("… contains unsupported syntax. Falling back to parsing as a
+# 'Command'.") that Python prints on stderr when nothing configures logging. txsql decides
+# itself what to do with such statements, so its own parses drop them.
+_PARSING: contextvars.ContextVar[bool] = contextvars.ContextVar("txsql_parsing", default=False)
+
+
+class _DropWhileParsing(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _PARSING.get()
+
+
+_SQLGLOT_FILTER = _DropWhileParsing()
+
+
+@contextlib.contextmanager
+def quiet_sqlglot() -> Iterator[None]:
+    """Drop sqlglot's log records while txsql parses (other callers still get them)."""
+    logger = logging.getLogger("sqlglot")
+    if _SQLGLOT_FILTER not in logger.filters:
+        logger.addFilter(_SQLGLOT_FILTER)
+    token = _PARSING.set(True)
+    try:
+        yield
+    finally:
+        _PARSING.reset(token)
 
 
 @dataclass(frozen=True, slots=True)

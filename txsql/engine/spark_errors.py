@@ -82,6 +82,28 @@ def spark_error_position(error: BaseException, statement: str) -> tuple[int, int
     return line, column
 
 
+def position_in_script(
+    error: BaseException, statement: str, line: int, column: int
+) -> tuple[int, int]:
+    """Where Spark's error is in the script, given where ``statement`` starts in it.
+
+    >>> class E(Exception):
+    ...     def getQueryContext(self):
+    ...         return [type("C", (), {"fragment": lambda self: "nope"})()]
+    >>> position_in_script(E(), "SELECT id,\\n  nope FROM t", 3, 5)
+    (4, 3)
+    >>> position_in_script(ValueError("x"), "SELECT 1", 3, 5)
+    (3, 5)
+    """
+    found = spark_error_position(error, statement)
+    if found is None:
+        return line, column
+    at_line, at_column = found
+    if at_line == 1:
+        return line, column + at_column - 1
+    return line + at_line - 1, at_column
+
+
 def find_fragment(statement: str, fragment: str) -> int | None:
     """Offset of ``fragment`` in ``statement``: case-insensitive (Spark upper-cases
     function names), spacing-insensitive, starting on a word boundary.

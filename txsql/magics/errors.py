@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from txsql.engine.spark_errors import (
+    position_in_script,
     quiet_spark_errors,
     spark_error_message,
-    spark_error_position,
 )
 from txsql.errors import CommitConflictError, SqlError, SqlParseError, TxSqlError
 from txsql.errors import MagicUsageError as MagicUsageError  # re-exported (defined there)
@@ -156,7 +156,7 @@ def engine_error(error: Exception, statement: str, line: int, column: int) -> Tx
     if typed is not None:  # a damaged DV or data file: its own type and hint
         typed.locate(statement, line, column)
         return typed
-    at_line, at_column = cell_position(error, statement, line, column)
+    at_line, at_column = position_in_script(error, statement, line, column)
     return SqlError(
         spark_error_message(error),
         statement=statement,
@@ -164,24 +164,6 @@ def engine_error(error: Exception, statement: str, line: int, column: int) -> Tx
         column=at_column,
         hint="Fix the statement; nothing was committed by reading its rows.",
     )
-
-
-def cell_position(error: BaseException, statement: str, line: int, column: int) -> tuple[int, int]:
-    """Where Spark's error is in the cell, given where the statement starts.
-
-    >>> class E(Exception):
-    ...     def getQueryContext(self):
-    ...         return [type("C", (), {"fragment": lambda self: "nope"})()]
-    >>> cell_position(E(), "SELECT id,\\n  nope FROM t", 3, 5)
-    (4, 3)
-    """
-    found = spark_error_position(error, statement)
-    if found is None:
-        return line, column
-    at_line, at_column = found
-    if at_line == 1:
-        return line, column + at_column - 1
-    return line + at_line - 1, at_column
 
 
 def _statement_index(error: TxSqlError, statements: Sequence[str]) -> int | None:

@@ -28,6 +28,8 @@ STATEMENT_WORDS = (
     "CREATE", "REPLACE", "DROP", "ALTER", "TRUNCATE", "DESCRIBE", "DESC", "SHOW", "EXPLAIN",
     "OPTIMIZE", "VACUUM", "RESTORE", "REORG", "BEGIN", "START", "COMMIT", "ROLLBACK", "USE",
     "SET", "RESET", "CACHE", "UNCACHE", "REFRESH", "ANALYZE", "MSCK", "GRANT", "REVOKE",
+    "CONVERT", "FSCK", "COPY", "LIST", "ADD", "CLEAR", "SYNC", "COMMENT", "DECLARE",
+    "EXECUTE", "CALL", "LOAD", "GENERATE", "UNDROP", "APPLY", "CLONE", "REPAIR",
 )  # fmt: skip
 # Clause keywords a misspelling is checked against.
 CLAUSE_WORDS = (

@@ -151,9 +151,7 @@ def test_errors_stop_the_cell_without_a_traceback(ip: Any, capsys: Any) -> None:
 
     outcome = ip.run_cell("%%txsql\nSELECT no_such_column FROM e")
     out = capsys.readouterr()
-    assert (
-        "UNRESOLVED_COLUMN" in out.out and "Traceback" not in out.out
-    )
+    assert "UNRESOLVED_COLUMN" in out.out and "Traceback" not in out.out
     assert "cell line 2, column 8:" in out.out, "Spark's position of the column, not column 1"
     assert "pos 7" not in out.out, "Spark's offset into txsql's rewritten SQL is not shown"
     assert "SQLQueryContextLogger" not in out.err, "PySpark's JSON error dump is silenced"

@@ -108,10 +108,10 @@ def spark_log_path() -> str:
 
 
 def _log4j_file() -> str:
+    # per process and rewritten each time: a file left by an earlier txsql never applies
     path = os.path.join(tempfile.gettempdir(), f"txsql-log4j2-{os.getpid()}.properties")
-    if not os.path.exists(path):
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(_LOG4J2_PROPERTIES)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(_LOG4J2_PROPERTIES)
     return path
 
 

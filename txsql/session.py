@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.failures import typed_engine_error
+from txsql.engine.spark_errors import position_in_script, quiet_spark_errors, spark_error_message
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner import registry
 from txsql.planner.catalog import Catalog
@@ -23,6 +24,7 @@ from txsql.planner.sql.statements import (
     Rollback,
     Statement,
 )
+from txsql.planner.sql.syntax import quiet_sqlglot
 from txsql.result import Result
 from txsql.table import Table
 from txsql.txn.isolation import IsolationLevel
@@ -140,6 +142,12 @@ class Session:
         return Table(self._context, name_or_path)
 
     def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
+        # PySpark logs each SQL error (JSON, whole JVM stack) and sqlglot warns on stderr;
+        # the statement's typed error already says it all.
+        with quiet_spark_errors(), quiet_sqlglot():
+            return self._run_statement(parsed, context)
+
+    def _run_statement(self, parsed: ParsedStatement, context: RunContext | None) -> Result:
         started = time.perf_counter()
         source = parsed.source
         context = context or self._context
@@ -211,7 +219,8 @@ def _spark_error(error: Exception, statement: str, line: int, column: int) -> Tx
     if typed is not None:
         typed.locate(statement, line, column)
         return typed
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    first = spark_error_message(error)
+    line, column = position_in_script(error, statement, line, column)  # Spark's position
     if "NOT NULL constraint violated" in str(error):
         detail = str(error).split("NOT NULL constraint violated", 1)[1].splitlines()[0]
         first = "NOT NULL constraint violated" + detail.split(".")[0]

@@ -73,6 +73,8 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
     keep = referenced_files(snapshot, root, cutoff)
     owned = Ownership(logged_files(log, snapshot, root), creation_time_ms(log, snapshot))
     doomed = files_to_delete(root, keep, cutoff, owned)
+    sizes = {p: _size(p) for p in doomed}
+    size = sum(sizes.values())
     if statement.dry_run:
         df = ctx.spark.createDataFrame([(p,) for p in doomed], "path STRING")
         return Result(
@@ -80,11 +82,10 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
             "VACUUM",
             version=snapshot.version,
             table=statement.target.display,
-            metrics={"numFilesToDelete": len(doomed)},
+            metrics={"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
             df=df,
             message=f"{len(doomed)} file(s) would be deleted (dry run)",
         )
-    size = sum(_size(p) for p in doomed)
     start = ctx.transaction(log)
     ctx.commit(
         start,
@@ -96,11 +97,12 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         },
         {"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
     )
-    deleted = 0
+    deleted = deleted_bytes = 0
     for path in doomed:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
             deleted += 1
+            deleted_bytes += sizes[path]
     remove_stale_leftovers(root)  # temp files and staging folders of killed writers
     directories = _remove_empty_dirs(root)
     end = ctx.transaction(log)
@@ -117,7 +119,11 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         version=committed.version if committed else None,
         read_version=snapshot.version,
         table=statement.target.display,
-        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
+        metrics={
+            "numDeletedFiles": deleted,
+            "sizeOfDeletedData": deleted_bytes,
+            "numVacuumedDirectories": directories,
+        },
         operation_metrics=dict(committed.commit_info.operation_metrics or {}) if committed else {},
         df=df,
         message=f"deleted {deleted} file(s)",

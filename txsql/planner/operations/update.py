@@ -17,12 +17,14 @@ import time
 
 from sqlglot import exp
 
+from txsql.engine.changes import cdf_enabled
 from txsql.engine.names import fresh_names
 from txsql.engine.scan import resolve_path, snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.errors import SchemaError, TxSqlError
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.changes import StatementChanges, update_changes
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.dml.jobs import count_job, counting_jobs
@@ -43,12 +45,14 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     target = open_target(ctx, statement.target, statement.alias, statement.where, "UPDATE")
     assignments = _resolve_assignments(target, statement)
     outcome = DeletionOutcome()
+    changes = StatementChanges()
     adds: list[AddFile] = []
     written: list[str] = []
     scan_ms = rewrite_ms = jobs = 0
 
     def cleanup() -> None:
         outcome.cleanup()
+        changes.cleanup()
         for path in written:
             _unlink(path)
 
@@ -107,7 +111,9 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 )
         assert target.txn is not None
         target.txn.record_scan(target.predicate, plan.scan, outcome.matched_rows_by_file)
-        actions: list[Action] = [*outcome.actions, *adds]
+        if cdf_enabled(target.snapshot) and outcome.num_deleted_rows:
+            changes = update_changes(ctx, target.snapshot, outcome, adds)
+        actions: list[Action] = [*outcome.actions, *adds, *changes.actions]
         target.txn.stage(actions)
     except BaseException:
         cleanup()
@@ -118,7 +124,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     metrics = {
         "numAddedFiles": len(adds) + outcome.num_added_files,
         "numRemovedFiles": outcome.num_removed_files,
-        "numAddedChangeFiles": 0,
+        "numAddedChangeFiles": changes.count,
         **outcome.dv_metrics(),
         "numUpdatedRows": updated,
         "numCopiedRows": outcome.num_copied_rows,

@@ -86,6 +86,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             description=statement.comment,
             created_time=int(time.time() * 1000),
         )
+        features.check_cdc_columns(metadata)
         protocol = features.protocol_for_new_table(configuration)
         protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
         actions: list[Action] = [protocol, metadata]

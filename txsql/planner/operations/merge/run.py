@@ -37,16 +37,19 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
+from txsql.engine.changes import cdf_enabled
 from txsql.engine.scan import resolve_path
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.changes import StatementChanges
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import commit_result, scan_files
 from txsql.planner.operations.merge import execute as mx
+from txsql.planner.operations.merge.changes import merge_changes
 from txsql.planner.operations.merge.check import capture_source, record_merge_read, target_predicate
 from txsql.planner.operations.merge.plan import (
     MATCHED,
@@ -88,6 +91,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     metrics: dict[str, int] = {}
     new_files: list[AddFile] = []
     outcome = DeletionOutcome()
+    changes = StatementChanges()
     try:
         clock = time.perf_counter()
         # The source is persisted for the statement: the join, the source count and the
@@ -106,19 +110,23 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
                 if _count(plan, counts, None, ("update", "delete")):
                     changed = mx.changed_target_rows(plan, rows)
                     outcome = mark_rows_deleted(ctx, snapshot, changed, candidates=files)
+                    if cdf_enabled(snapshot):
+                        changes = merge_changes(ctx, snapshot, plan, rows, outcome, target.display)
                 metrics["rewriteTimeMs"] = _ms_since(clock)
     except BaseException:
         outcome.cleanup()
+        changes.cleanup()
         _remove_files(snapshot.table_root, new_files)
         raise
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
     # ids (anti-join): its removed files are judged by the join check instead.
     matched = None if plan.join == "insert_only" else summary.matched
     record_merge_read(ctx.spark, txn, statement, plan, snapshot, files, source_rows, matched)
-    txn.stage([*outcome.actions, *new_files])
+    txn.stage([*outcome.actions, *new_files, *changes.actions])
     metrics["numSourceRows"] = summary.num_source_rows
     metrics["materializeSourceTimeMs"] = 0  # the classified rows are persisted instead
     metrics.update(_metrics(plan, summary, new_files, outcome))
+    metrics["numTargetChangeFilesAdded"] = changes.count
     metrics["executionTimeMs"] = _ms_since(started)
     committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
     return commit_result(

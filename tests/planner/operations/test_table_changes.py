@@ -1,0 +1,116 @@
+"""Change data feed: txsql's writes and reads checked against deltalake's ``load_cdf``.
+
+The oracle shares no code with txsql: deltalake (delta-rs) reads the change files and the
+log itself. Rows are compared as sorted tuples including ``_change_type`` and
+``_commit_version`` (commit timestamps differ by design: delta-rs uses commitInfo's).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import txsql
+from txsql.errors import ChangeDataFeedError
+
+pytestmark = pytest.mark.spark
+
+COLUMNS = ("id", "v", "p")
+
+
+@pytest.fixture()
+def s(spark: object, tmp_path: Path) -> txsql.Session:
+    return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
+
+
+def _oracle(path: str, start: int, end: int | None = None) -> list[tuple[Any, ...]]:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    reader = DeltaTable(path).load_cdf(starting_version=start, ending_version=end)
+    table = pa.table(reader.read_all()).to_pylist()
+    return sorted(
+        (*(r[c] for c in COLUMNS), r["_change_type"], int(r["_commit_version"])) for r in table
+    )
+
+
+def _ours(df: Any) -> list[tuple[Any, ...]]:
+    rows = df.select(*COLUMNS, "_change_type", "_commit_version").collect()
+    return sorted(tuple(r) for r in rows)
+
+
+def _location(s: txsql.Session, name: str) -> str:
+    return s.table(name).location
+
+
+def _commit_actions(path: str, version: int) -> list[str]:
+    text = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text()
+    return [next(iter(json.loads(line))) for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    ("props", "partitioned"),
+    [("'delta.enableChangeDataFeed' = 'true'", False),
+     ("'delta.enableChangeDataFeed' = 'true', 'delta.enableDeletionVectors' = 'false'", True)],
+)
+def test_dml_changes_match_deltalake(s: txsql.Session, props: str, partitioned: bool) -> None:
+    part = " PARTITIONED BY (p)" if partitioned else ""
+    s.sql(f"CREATE TABLE t (id BIGINT, v STRING, p INT){part} TBLPROPERTIES ({props})")
+    s.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2), (4, 'd', 2)")
+    s.sql("UPDATE t SET v = v || '!' WHERE id % 2 = 0")
+    s.sql("DELETE FROM t WHERE id = 3")
+    s.sql(
+        "MERGE INTO t USING (SELECT * FROM VALUES (1, 'm', 1), (9, 'n', 3) AS s(id, v, p)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, s.p)"
+    )
+    s.sql("MERGE INTO t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    path = _location(s, "t")
+    ours = _ours(s.sql("SELECT * FROM table_changes('t', 0)").df)
+    assert ours == _oracle(path, 0)
+    kinds = {(r[3], r[4]) for r in ours}
+    assert ("update_preimage", 2) in kinds and ("update_postimage", 2) in kinds
+    assert ("insert", 4) in kinds and ("delete", 5) in kinds
+    assert "cdc" in _commit_actions(path, 2)  # UPDATE writes change files
+    # A sub-range, and the Python API.
+    assert _ours(s.table("t").changes(2, 3)) == _oracle(path, 2, 3)
+
+
+def test_enabling_by_alter_upgrades_protocol_and_bounds_the_feed(s: txsql.Session) -> None:
+    s.sql("CREATE TABLE t (id BIGINT, v STRING, p INT)")
+    s.sql("INSERT INTO t VALUES (1, 'a', 1)")
+    result = s.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+    assert "changeDataFeed" in result.message
+    path = _location(s, "t")
+    protocol = json.loads((Path(path) / "_delta_log" / f"{2:020d}.json").read_text().split("\n")[1])
+    assert "changeDataFeed" in json.dumps(protocol) or "changeDataFeed" in (
+        Path(path) / "_delta_log" / f"{2:020d}.json"
+    ).read_text()
+    s.sql("INSERT INTO t VALUES (2, 'b', 1)")
+    s.sql("UPDATE t SET v = 'z' WHERE id = 1")
+    assert _ours(s.table("t").changes(2)) == _oracle(path, 2)
+    with pytest.raises(ChangeDataFeedError, match="not enabled for version 1"):
+        s.table("t").changes(1)
+    with pytest.raises(ChangeDataFeedError, match="AFTER_LATEST"):
+        s.table("t").changes(9)
+    with pytest.raises(ChangeDataFeedError, match="INVALID_CDC_RANGE"):
+        s.table("t").changes(4, 3)
+
+
+def test_reads_a_feed_deltalake_wrote(s: txsql.Session, tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    path = str(tmp_path / "dl")
+    data = pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"], "p": [1, 1, 2, 2]})
+    write_deltalake(path, data, configuration={"delta.enableChangeDataFeed": "true"})
+    table = DeltaTable(path)
+    table.update(predicate="id = 2", updates={"v": "'B'"})
+    table.delete(predicate="id = 3")
+    write_deltalake(path, pa.table({"id": [5], "v": ["e"], "p": [3]}), mode="append")
+    ours = _ours(s.sql(f"SELECT * FROM table_changes('{path}', 0)").df)
+    assert ours == _oracle(path, 0)
+    assert {r[3] for r in ours} == {"insert", "delete", "update_preimage", "update_postimage"}

@@ -135,3 +135,36 @@ def test_reads_a_delta_spark_feed_with_deletion_vectors(
         (r["id"], r["comment"], r["_change_type"], int(r["_commit_version"])) for r in theirs
     )
     assert ours == expected and len(ours) == 43
+
+
+def test_diff_magic_reads_the_feed(s: txsql.Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    from txsql.magics.diff import version_diff
+    from txsql.table import Table
+
+    s.sql(
+        "CREATE TABLE t (id BIGINT, v STRING, p INT) TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    s.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2)")
+    s.sql("UPDATE t SET v = 'B' WHERE id = 2")
+    s.sql("DELETE FROM t WHERE id = 3")
+    s.sql("INSERT INTO t VALUES (4, 'd', 2), (5, 'e', 2)")
+    s.sql("DELETE FROM t WHERE id = 5")
+    calls: list[tuple[object, ...]] = []
+    original = Table.changes
+
+    def spy(self: Table, *args: object) -> object:
+        calls.append(args)
+        return original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Table, "changes", spy)
+    # The oracle: a plain multiset difference of the two versions' rows in Python.
+    old = [tuple(r) for r in s.table("t").to_pandas(version=1).itertuples(index=False)]
+    new = [tuple(r) for r in s.table("t").to_pandas(version=5).itertuples(index=False)]
+    view = version_diff(s, "t", 1, 5, None)
+    assert calls == [(2, 5)]
+    assert sorted(view.added) == [(4, "d", 2)]
+    assert sorted(view.removed) == [(3, "c", 2)]
+    assert view.updated == [((2, "b", 1), (2, "B", 1))]
+    assert set(new) - set(old) == {(4, "d", 2), (2, "B", 1)}
+    back = version_diff(s, "t", 5, 1, None)
+    assert sorted(back.added) == [(3, "c", 2)] and sorted(back.removed) == [(4, "d", 2)]

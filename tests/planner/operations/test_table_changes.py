@@ -7,6 +7,7 @@ log itself. Rows are compared as sorted tuples including ``_change_type`` and
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ import pytest
 
 import txsql
 from txsql.errors import ChangeDataFeedError
+from txsql.log.deltalog import DeltaLog
+from txsql.log.history import commit_timestamps
 
 pytestmark = pytest.mark.spark
 
@@ -87,11 +90,9 @@ def test_enabling_by_alter_upgrades_protocol_and_bounds_the_feed(s: txsql.Sessio
     result = s.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
     assert "changeDataFeed" in result.message
     path = _location(s, "t")
-    protocol = json.loads((Path(path) / "_delta_log" / f"{2:020d}.json").read_text().split("\n")[1])
-    assert (
-        "changeDataFeed" in json.dumps(protocol)
-        or "changeDataFeed" in (Path(path) / "_delta_log" / f"{2:020d}.json").read_text()
-    )
+    log = (Path(path) / "_delta_log" / f"{2:020d}.json").read_text().splitlines()
+    protocol = next(json.loads(x)["protocol"] for x in log if x.startswith('{"protocol"'))
+    assert "changeDataFeed" in protocol["writerFeatures"]
     s.sql("INSERT INTO t VALUES (2, 'b', 1)")
     s.sql("UPDATE t SET v = 'z' WHERE id = 1")
     assert _ours(s.table("t").changes(2)) == _oracle(path, 2)
@@ -101,6 +102,18 @@ def test_enabling_by_alter_upgrades_protocol_and_bounds_the_feed(s: txsql.Sessio
         s.table("t").changes(9)
     with pytest.raises(ChangeDataFeedError, match="INVALID_CDC_RANGE"):
         s.table("t").changes(4, 3)
+    # Timestamp bounds: the first commit at or after the start, the last at or before the
+    # end; a start before the feed began still fails on the version it resolves to.
+    with pytest.raises(ChangeDataFeedError, match="not enabled for version 0"):
+        s.sql("SELECT * FROM table_changes('t', '2000-01-01', '2999-01-01')")
+    stamps = {
+        v: dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+        for v, ms in commit_timestamps(DeltaLog.for_path(path).store).items()
+    }
+    assert _ours(s.table("t").changes(stamps[2], stamps[4])) == _oracle(path, 2, 4)
+    text = stamps[3].strftime("%Y-%m-%d %H:%M:%S.%f")
+    in_sql = s.sql(f"SELECT * FROM table_changes('t', '{text}', '2999-01-01 00:00:00')").df
+    assert _ours(in_sql) == _oracle(path, 3)
 
 
 def test_reads_a_feed_deltalake_wrote(s: txsql.Session, tmp_path: Path) -> None:
@@ -142,7 +155,8 @@ def test_diff_magic_reads_the_feed(s: txsql.Session, monkeypatch: pytest.MonkeyP
     from txsql.table import Table
 
     s.sql(
-        "CREATE TABLE t (id BIGINT, v STRING, p INT) TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+        "CREATE TABLE t (id BIGINT, v STRING, p INT) "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
     )
     s.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2)")
     s.sql("UPDATE t SET v = 'B' WHERE id = 2")

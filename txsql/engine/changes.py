@@ -181,7 +181,7 @@ def read_changes(
                 action.configuration
             ):
                 raise _not_enabled(version)
-        piece = _version_changes(spark, final, actions)
+        piece = version_changes(spark, final, actions)
         if piece is not None:
             pieces.append(_stamp(piece, version, timestamps.get(version, 0)))
     if not pieces:
@@ -195,9 +195,10 @@ def _not_enabled(version: int) -> ChangeDataFeedError:
     )
 
 
-def _version_changes(
+def version_changes(
     spark: SparkSession, snapshot: Snapshot, actions: Sequence[object]
 ) -> DataFrame | None:
+    """The change rows (with ``_change_type``) of one commit's actions; None: no changes."""
     cdc = [a for a in actions if isinstance(a, AddCDCFile)]
     if cdc:
         files = tuple(AddFile(c.path, dict(c.partition_values), c.size, 0) for c in cdc)

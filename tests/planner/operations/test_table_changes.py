@@ -182,3 +182,24 @@ def test_diff_magic_reads_the_feed(s: txsql.Session, monkeypatch: pytest.MonkeyP
     assert set(new) - set(old) == {(4, "d", 2), (2, "B", 1)}
     back = version_diff(s, "t", 5, 1, None)
     assert sorted(back.added) == [(3, "c", 2)] and sorted(back.removed) == [(4, "d", 2)]
+
+
+def test_statements_of_one_transaction_all_reach_the_feed(s: txsql.Session) -> None:
+    # One commit holds every statement; with one change file in it, readers use change
+    # files alone, so the INSERT and the DV DELETE must be in change files too.
+    s.sql(
+        "CREATE TABLE t (id BIGINT, v STRING, p INT) "
+        "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    )
+    s.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2)")
+    with s.transaction() as tx:
+        tx.sql("INSERT INTO t VALUES (4, 'd', 2), (5, 'e', 2)")
+        tx.sql("DELETE FROM t WHERE id IN (1, 5)")
+        tx.sql("UPDATE t SET v = 'B' WHERE id = 2")
+    path = _location(s, "t")
+    assert "cdc" in _commit_actions(path, 2)
+    ours = _ours(s.table("t").changes(2))
+    assert ours == _oracle(path, 2)
+    # Row 5 came and went inside the transaction: the feed says both, like the statements.
+    assert (5, "e", 2, "insert", 2) in ours and (5, "e", 2, "delete", 2) in ours
+    assert (1, "a", 1, "delete", 2) in ours and (2, "B", 1, "update_postimage", 2) in ours

@@ -22,7 +22,9 @@ from txsql.engine.changes import (
     POSTIMAGE,
     PREIMAGE,
     ChangeFiles,
+    cdf_enabled,
     rows_in_bitmaps,
+    version_changes,
     with_change_type,
     write_change_files,
 )
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from txsql.planner.context import RunContext
+    from txsql.txn.transaction import Transaction
 
 
 @dataclass
@@ -124,3 +127,52 @@ def update_changes(
     ]
     changes.write(ctx, snapshot, parts)
     return changes
+
+
+# --- statements inside BEGIN ... COMMIT --------------------------------------------------
+#
+# All statements of an explicit transaction land in ONE commit, and a commit with any
+# change file is read from its change files alone. So once a CDF table is written inside
+# BEGIN, every statement's changes go to change files: UPDATE and MERGE write their own;
+# for the others (INSERT, DELETE with DVs, overwrites) the change rows are derived from
+# what the statement did to the staged file set, exactly as a reader derives a commit.
+
+
+@dataclass(frozen=True)
+class StatementStart:
+    """The staged state when a statement of an explicit transaction began."""
+
+    files: tuple[AddFile, ...]
+    change_files: int
+
+
+def statement_start(txn: Transaction) -> StatementStart | None:
+    """What :func:`record_statement_changes` compares with (None: no feed to keep)."""
+    snapshot = txn.current_snapshot()
+    if snapshot is None or not cdf_enabled(snapshot):
+        return None
+    return StatementStart(snapshot.files, _change_files(txn))
+
+
+def record_statement_changes(
+    ctx: RunContext, txn: Transaction, start: StatementStart | None
+) -> None:
+    """Stage change files for a statement that staged data changes without them."""
+    after = txn.current_snapshot()
+    if start is None or after is None or not cdf_enabled(after):
+        return
+    if _change_files(txn) > start.change_files:
+        return  # the statement wrote its own (UPDATE, MERGE, copy-on-write DELETE)
+    before = {f.key: f for f in start.files}
+    now = {f.key: f for f in after.files}
+    adds = [f for key, f in now.items() if key not in before]
+    if adds and not any(f.data_change for f in adds):
+        return  # a rearrangement (OPTIMIZE): no row changed
+    removes = [f.to_remove() for key, f in before.items() if key not in now]
+    rows = version_changes(ctx.spark, after, [*removes, *adds]) if removes or adds else None
+    if rows is not None:
+        txn.stage(write_change_files(ctx.spark, after, rows).actions)
+
+
+def _change_files(txn: Transaction) -> int:
+    return sum(isinstance(a, AddCDCFile) for a in txn.staged)

@@ -203,3 +203,12 @@ def test_statements_of_one_transaction_all_reach_the_feed(s: txsql.Session) -> N
     # Row 5 came and went inside the transaction: the feed says both, like the statements.
     assert (5, "e", 2, "insert", 2) in ours and (5, "e", 2, "delete", 2) in ours
     assert (1, "a", 1, "delete", 2) in ours and (2, "B", 1, "update_postimage", 2) in ours
+    # The feed as a MERGE source: apply version 2's updates to a copy of version 1.
+    s.sql("CREATE TABLE c AS SELECT * FROM t VERSION AS OF 1")
+    s.sql(
+        "MERGE INTO c USING (SELECT * FROM table_changes('t', 2) "
+        "WHERE _change_type = 'update_postimage') f ON c.id = f.id "
+        "WHEN MATCHED THEN UPDATE SET v = f.v"
+    )
+    copy = sorted(tuple(r) for r in s.table("c").to_spark().collect())
+    assert copy == [(1, "a", 1), (2, "B", 1), (3, "c", 2)]

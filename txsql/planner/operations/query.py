@@ -5,12 +5,11 @@ from __future__ import annotations
 from txsql.planner.context import RunContext
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.sql.statements import Query
-from txsql.planner.table_changes import substitute_table_changes
 from txsql.result import Result
 
 
 def run_query(ctx: RunContext, statement: Query, text: str) -> Result:
-    df, versions = query_dataframe(ctx, substitute_table_changes(ctx, statement.expression))
+    df, versions = query_dataframe(ctx, statement.expression)
     version = next(iter(versions.values())) if len(versions) == 1 else None
     table = next(iter(versions)) if len(versions) == 1 else None
     return Result(text, "SELECT", version=version, table=table, df=df)

@@ -76,6 +76,21 @@ class SparkStartError(TxSqlError):
     )
 
 
+class ExecutorImportError(TxSqlError):
+    """The Python processes Spark starts on the executors cannot import txsql (or a module
+    txsql needs there): txsql is installed where the driver runs but not on the cluster."""
+
+    default_hint = (
+        "Make txsql importable on every executor: pip install txsql into the Python the "
+        "cluster runs (PYSPARK_PYTHON / spark.pyspark.python on each node), or ship it with "
+        "the job: zip the txsql package directory (zip -r txsql.zip txsql) and start the "
+        "SparkSession with .config('spark.submit.pyFiles', '/path/to/txsql.zip') "
+        "(spark-submit --py-files; on a running classic session "
+        "spark.sparkContext.addPyFile('/path/to/txsql.zip'); on Spark Connect "
+        "spark.addArtifacts('/path/to/txsql.zip', pyfile=True))."
+    )
+
+
 class TableNotFoundError(TxSqlError):
     """No Delta table at the given name or path."""
 
@@ -430,6 +445,7 @@ __all__ = [
     "CorruptLogError",
     "DataFileError",
     "DiskFullError",
+    "ExecutorImportError",
     "ExpressionTooDeepError",
     "InvalidTablePropertyError",
     "MagicUsageError",

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from txsql.engine.executors import check_executors_import_txsql
 from txsql.engine.failures import typed_engine_error
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner.build import build_statement
@@ -180,6 +181,7 @@ class Session:
             else:
                 if explicit is not None:
                     _refuse_if_aborted(explicit)
+                check_executors_import_txsql(context.spark)  # once per session, on clusters
                 result = _RUNNERS[type(statement)](context, statement, source.text)
         except TxSqlError as e:
             e.locate(source.text, source.line, source.column)

@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,10 +164,8 @@ def _wait_for_workers(
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM the process group (the JVM and any executor it launched), then reap it."""
     if process.poll() is None:
-        try:
+        with suppress(ProcessLookupError):  # it exited between poll() and here
             os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     try:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:

@@ -55,6 +55,11 @@ sys.meta_path.insert(0, _TxsqlOnlyIfShipped())
 '''
 
 
+# Every JVM here lives for seconds on tiny data: the C1 compiler alone and the serial
+# collector halve their CPU time (measured: 35 -> 17 s of user time for test_cluster.py).
+JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 @dataclass(frozen=True)
 class Cluster:
     master_url: str
@@ -75,6 +80,7 @@ def _cluster_env(python_dir: Path) -> dict[str, str]:
         SPARK_HOME=os.path.dirname(pyspark.__file__),
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_DAEMON_MEMORY="256m",
+        SPARK_DAEMON_JAVA_OPTS=JAVA_OPTS,
         PYSPARK_PYTHON=sys.executable,
         # Only the txsql-hiding sitecustomize: never the repository the tests run from.
         PYTHONPATH=str(python_dir),

@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from tests.interop.cluster import JAVA_OPTS
+
 # Two statements touching different rows / the same row, interleaved (both tests read these).
 OTHER_ROWS = ("UPDATE t SET v = 'x' WHERE id = 4", "DELETE FROM t WHERE id = 5")
 SAME_ROW = ("UPDATE t SET v = 'y' WHERE id = 1", "DELETE FROM t WHERE id = 1")
@@ -71,6 +73,8 @@ def _cluster_session(master_url: str) -> Any:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .config("spark.executor.extraJavaOptions", JAVA_OPTS)
+        .config("spark.driver.extraJavaOptions", JAVA_OPTS)
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -170,6 +174,9 @@ def unshipped(session: Any) -> dict[str, Any]:
     else:
         out = {"error": None}
     out["table_dir_exists"] = os.path.exists(os.path.join(session.warehouse, "t"))
+    out["catalog_entry_exists"] = os.path.exists(
+        os.path.join(session.warehouse, "_txsql_catalog", "t.json")
+    )
     return out
 
 

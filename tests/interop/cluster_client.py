@@ -27,6 +27,11 @@ from tests.interop.cluster import JAVA_OPTS
 # Two statements touching different rows / the same row, interleaved (both tests read these).
 OTHER_ROWS = ("UPDATE t SET v = 'x' WHERE id = 4", "DELETE FROM t WHERE id = 5")
 SAME_ROW = ("UPDATE t SET v = 'y' WHERE id = 1", "DELETE FROM t WHERE id = 1")
+# Upserts (6, 'F') and (7, 'g'): the MERGE's summary job runs txsql code on the executors.
+MERGE = (
+    "MERGE INTO t USING (SELECT 6 AS id, 'F' AS v UNION ALL SELECT 7 AS id, 'g' AS v) AS s "
+    "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+)
 
 
 def main(master_url: str, warehouse: str) -> None:
@@ -131,6 +136,7 @@ def shipped(session: Any) -> dict[str, Any]:
     step("insert", lambda: sql(f"INSERT INTO t VALUES {values}"))
     step("delete", lambda: sql("DELETE FROM t WHERE id = 2"))
     step("update", lambda: sql("UPDATE t SET v = 'C' WHERE id = 3"))
+    out["merge_version"] = step("merge", lambda: sql(MERGE).version)
     out["pair_versions"] = step("other_rows", lambda: _interleave(session, OTHER_ROWS))
     out["same_row"] = step("same_row", lambda: _interleave(session, SAME_ROW))
     table = session.table("t")

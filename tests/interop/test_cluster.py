@@ -83,6 +83,7 @@ def _sorted(rows: Rows) -> list[tuple[int, str]]:
 
 V2 = (_delete(2),)  # DELETE id = 2
 V3 = (*V2, _update(3, "C"))  # UPDATE id = 3
+V4 = (*V3, lambda rows: {**rows, 6: "F", 7: "g"})  # the MERGE upserting 6 and 7
 
 
 def _expected_final(results: dict[str, Any]) -> list[list[tuple[int, str]]]:
@@ -95,7 +96,7 @@ def _expected_final(results: dict[str, Any]) -> list[list[tuple[int, str]]]:
             for s, outcome in zip(SAME_ROW, results["same_row"])
             if isinstance(outcome, int)
         ]
-        states.append(_sorted(_replay(*V3, *pair, *committed)))
+        states.append(_sorted(_replay(*V4, *pair, *committed)))
     return states
 
 
@@ -141,17 +142,22 @@ def test_dml_with_deletion_vectors_through_the_cluster(results: dict[str, Any]) 
     assert duckdb_rows(location, 2, "id, v") == want_v2
 
 
+def test_merge_through_the_cluster(results: dict[str, Any]) -> None:
+    assert results["merge_version"] == 4
+    assert deltalake_rows(results["location"], 4, "id, v") == _sorted(_replay(*V4))
+
+
 def test_row_level_race_on_different_rows_both_commit(results: dict[str, Any]) -> None:
     first, second = results["pair_versions"]
-    assert (first, second) == (4, 5), "both interleaved transactions committed, in order"
+    assert (first, second) == (5, 6), "both interleaved transactions committed, in order"
 
 
 def test_race_on_the_same_row_conflicts(results: dict[str, Any]) -> None:
     winner, loser = results["same_row"]
-    assert winner == 6
+    assert winner == 7
     conflict = getattr(txsql.errors, loser, None)
     assert isinstance(conflict, type) and issubclass(conflict, txsql.errors.CommitConflictError)
-    assert results["version"] == 6, "the losing transaction wrote nothing"
+    assert results["version"] == 7, "the losing transaction wrote nothing"
 
 
 def test_final_rows_match_a_serial_order(results: dict[str, Any]) -> None:

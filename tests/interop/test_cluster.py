@@ -12,6 +12,8 @@ Final rows are checked in this process with deltalake and DuckDB against a seria
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -28,6 +30,7 @@ from tests.interop.readers import deltalake_rows, duckdb_rows
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 Rows = dict[int, str]
+CLIENT_TIMEOUT = 300  # seconds; about 20 on an idle 2-core machine
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +41,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="module")
 def results(cluster: Cluster) -> dict[str, Any]:
+    """Run the client; on a hang, kill its whole process group (the driver JVM included)."""
     warehouse = cluster.log_dir / "warehouse"
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
+    client = subprocess.Popen(
         [sys.executable, "-m", "tests.interop.cluster_client", cluster.master_url,
          str(warehouse)],
-        cwd=root, capture_output=True, text=True, timeout=600, check=False,
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
     )  # fmt: skip
-    assert done.returncode == 0, f"logs in {cluster.log_dir}\n{done.stderr[-4000:]}"
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        stdout, stderr = client.communicate(timeout=CLIENT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(client.pid, signal.SIGKILL)
+        client.communicate()
+        pytest.fail(f"the cluster client hung for {CLIENT_TIMEOUT}s; logs in {cluster.log_dir}")
+    assert client.returncode == 0, f"logs in {cluster.log_dir}\n{stderr[-4000:]}"
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return result
 
 

@@ -76,7 +76,7 @@ class SparkStartError(TxSqlError):
     )
 
 
-class ExecutorImportError(TxSqlError):
+class ExecutorSetupError(TxSqlError):
     """The Python processes Spark starts on the executors cannot import txsql (or a module
     txsql needs there): txsql is installed where the driver runs but not on the cluster."""
 
@@ -445,7 +445,7 @@ __all__ = [
     "CorruptLogError",
     "DataFileError",
     "DiskFullError",
-    "ExecutorImportError",
+    "ExecutorSetupError",
     "ExpressionTooDeepError",
     "InvalidTablePropertyError",
     "MagicUsageError",

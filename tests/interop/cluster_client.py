@@ -5,7 +5,7 @@ SparkContext). Prints one JSON line of results for the test to check.
 Usage: python -m tests.interop.cluster_client MASTER_URL WAREHOUSE
 
 The cluster's own Python has no txsql. First nothing is shipped: the first statement must
-fail with ExecutorImportError and write nothing. Then txsql is shipped as a zip with
+fail with ExecutorSetupError and write nothing. Then txsql is shipped as a zip with
 ``addPyFile`` (what the error's hint says) and a DML workload runs on the same session.
 """
 

@@ -128,8 +128,8 @@ def test_first_statement_without_txsql_on_executors_fails_typed(
     results: dict[str, Any],
 ) -> None:
     unshipped = results["unshipped"]
-    assert unshipped["error"] == "ExecutorImportError", unshipped
-    assert "no module named 'txsql'" in unshipped["message"]
+    assert unshipped["error"] == "ExecutorSetupError", unshipped
+    assert "cannot import txsql" in unshipped["message"]
     assert "spark.submit.pyFiles" in unshipped["hint"]
     assert "pip install txsql" in unshipped["hint"]
     assert not unshipped["table_dir_exists"], "the refused CREATE TABLE wrote nothing"

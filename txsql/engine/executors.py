@@ -5,7 +5,7 @@ DML); on a cluster they are other processes on other machines, with their own Py
 If txsql is missing there, CREATE TABLE and INSERT would still work (only Spark's own
 code runs on the executors) and the first DELETE would fail deep inside a Spark job. So
 before the first statement of a session on a cluster, one tiny job imports txsql on an
-executor; if that fails, the statement fails with :class:`ExecutorImportError` saying how
+executor; if that fails, the statement fails with :class:`ExecutorSetupError` saying how
 to ship txsql, and nothing was written.
 
 Local masters (``local``, ``local[N]``) are not checked: their Python workers are children
@@ -31,7 +31,7 @@ _CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def check_executors_import_txsql(spark: SparkSession) -> None:
-    """Raise ExecutorImportError if an executor of ``spark`` cannot import txsql.
+    """Raise ExecutorSetupError if an executor of ``spark`` cannot import txsql.
 
     Runs one one-task job the first time it is called for a non-local session; later calls
     return at once. A failure is not remembered: after the user ships txsql (e.g.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from txsql import errors
-from txsql.errors import DataFileError, ExecutorImportError, ExpressionTooDeepError, TxSqlError
+from txsql.errors import DataFileError, ExecutorSetupError, ExpressionTooDeepError, TxSqlError
 
 # The last line of a worker's Python traceback: "txsql.errors.CorruptDeletionVectorError: msg".
 # The rendered message may continue with "How to fix: hint" on the next line.
@@ -40,7 +40,7 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
     message and hint), a data file Spark could not read or find (:class:`DataFileError`
     naming the file and the reader's reason), Python's recursion limit
     (:class:`ExpressionTooDeepError`), and an executor whose Python cannot import txsql
-    or a package it needs (:class:`ExecutorImportError`).
+    or a package it needs (:class:`ExecutorSetupError`).
     """
     if isinstance(error, TxSqlError):
         return error
@@ -59,7 +59,7 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
     return _data_file_error(text)
 
 
-def _missing_executor_module(text: str) -> ExecutorImportError | None:
+def _missing_executor_module(text: str) -> ExecutorSetupError | None:
     found = _MISSING_MODULE.search(text)
     if found is None:
         return None
@@ -68,11 +68,11 @@ def _missing_executor_module(text: str) -> ExecutorImportError | None:
     if package not in _EXECUTOR_PACKAGES:
         return None
     if package == "txsql":
-        return ExecutorImportError(
+        return ExecutorSetupError(
             f"the Spark executors cannot import txsql (their Python has no module named "
             f"{module!r}): txsql runs on the driver but is not installed on the cluster"
         )
-    return ExecutorImportError(
+    return ExecutorSetupError(
         f"the Spark executors' Python has no module named {module!r}, which txsql needs "
         f"there (install txsql's dependencies on every node: pip install txsql)"
     )

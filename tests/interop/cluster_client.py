@@ -120,6 +120,7 @@ def shipped(session: Any) -> dict[str, Any]:
 
     # Expand deletion vectors on the executors even for these tiny tables (above 1M deleted
     # rows they always are): the executors read the DV files themselves.
+    assert hasattr(scan, "_DRIVER_EXPANSION_ROWS"), "the threshold moved: update this client"
     scan._DRIVER_EXPANSION_ROWS = 0
     steps: dict[str, float] = {}  # seconds per step, to see where a slow run spends time
 

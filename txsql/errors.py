@@ -83,11 +83,13 @@ class ExecutorSetupError(TxSqlError):
     default_hint = (
         "Make txsql importable on every executor: pip install txsql into the Python the "
         "cluster runs (PYSPARK_PYTHON / spark.pyspark.python on each node), or ship it with "
-        "the job: zip the txsql package directory (zip -r txsql.zip txsql) and start the "
-        "SparkSession with .config('spark.submit.pyFiles', '/path/to/txsql.zip') "
+        "the job: zip the txsql package (the directory holding txsql/__init__.py, e.g. "
+        "zip -r txsql.zip txsql in its parent directory) and start the SparkSession with "
+        ".config('spark.submit.pyFiles', '/path/to/txsql.zip') "
         "(spark-submit --py-files; on a running classic session "
         "spark.sparkContext.addPyFile('/path/to/txsql.zip'); on Spark Connect "
-        "spark.addArtifacts('/path/to/txsql.zip', pyfile=True))."
+        "spark.addArtifacts('/path/to/txsql.zip', pyfile=True)). A zip holds only txsql: "
+        "the executors also need pyarrow, numpy and pyroaring installed."
     )
 
 

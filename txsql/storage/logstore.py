@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from txsql.errors import VersionExistsError
-from txsql.storage.filesystem import FileIO, FileStatus, LocalFileIO
+from txsql.storage.factory import file_io_for
+from txsql.storage.filesystem import FileIO, FileStatus
+from txsql.storage.objectstore import ObjectStoreFileIO
 from txsql.storage.paths import LOG_DIR, classify_log_file, commit_name, parse_location
 
 
@@ -23,8 +27,12 @@ class LogStore:
 
         On a local file system the commit is complete and durable (file and directory
         fsynced) when this returns; a failed write raises ``StorageWriteError`` (or
-        ``DiskFullError``) and leaves no file under the commit's name.
+        ``DiskFullError``) and leaves no file under the commit's name. On an object store
+        it is one conditional PUT; before commit 0 (a new table) the store is probed, and
+        one that ignores conditional writes is refused before any log byte is written.
         """
+        if version == 0 and isinstance(self.fs, ObjectStoreFileIO):
+            self.fs.verify_put_if_absent(self.log_dir)
         try:
             self.fs.write_if_absent(self.log_path(commit_name(version)), data)
         except FileExistsError:
@@ -67,8 +75,16 @@ class LogStore:
         return bool(self.list_commits())
 
 
-def log_store_for(location: str, fs: FileIO | None = None) -> LogStore:
-    """A :class:`LogStore` for a path or ``file:`` URI (local file system by default)."""
+def log_store_for(
+    location: str,
+    fs: FileIO | None = None,
+    *,
+    storage_options: Mapping[str, object] | None = None,
+    hadoop_conf: Mapping[str, str] | None = None,
+) -> LogStore:
+    """A :class:`LogStore` for a path or URI, through ``fs`` or the location's own FileIO
+    (see :func:`~txsql.storage.factory.file_io_for`)."""
     if fs is None:
-        return LogStore(parse_location(location).path, LocalFileIO())
+        parsed = parse_location(location)
+        return LogStore(parsed.root, file_io_for(parsed, storage_options, hadoop_conf))
     return LogStore(location, fs)

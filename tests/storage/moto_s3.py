@@ -97,7 +97,7 @@ class MisbehavingS3:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def _forward(self) -> None:

@@ -13,6 +13,7 @@ byte of a new table's log is written.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
 import uuid
@@ -79,15 +80,18 @@ class ObjectStoreFileIO:
         client: dict[str, Any] = {"connect_timeout": _DEFAULT_CONNECT_TIMEOUT}
         client.update(self.settings.client_dict())
         try:
-            return from_url(
+            # obstore types its config per store (TypedDicts); ours are validated at runtime.
+            build: Any = from_url
+            store: ObjectStore = build(
                 self.bucket_root,
-                config=self.settings.config_dict(),  # type: ignore[arg-type]
-                client_options=client,  # type: ignore[arg-type]
+                config=self.settings.config_dict(),
+                client_options=client,
                 retry_config={
                     "max_retries": retries,
                     "retry_timeout": dt.timedelta(seconds=seconds),
                 },
             )
+            return store
         except Exception as exc:  # obstore raises ValueError and its own BaseError tree
             raise translate(exc, self.bucket_root, "configure") from None
 
@@ -153,7 +157,9 @@ class ObjectStoreFileIO:
             meta = obstore.head(self.store, self.key(path))
         except Exception as exc:
             raise translate(exc, path, "read") from None
-        return FileStatus(path.rstrip("/").rsplit("/", 1)[-1], meta["size"], _ms(meta["last_modified"]))
+        return FileStatus(
+            path.rstrip("/").rsplit("/", 1)[-1], meta["size"], _ms(meta["last_modified"])
+        )
 
     def list_dir(self, path: str) -> list[FileStatus]:
         """Objects directly under ``path/`` (no "directories"); empty if there are none."""
@@ -218,17 +224,18 @@ class ObjectStoreFileIO:
                 "writers could overwrite each other's commits; the table was not created"
             )
         finally:
-            try:
+            # A dot-named leftover is invisible to listings; keep the real error.
+            with contextlib.suppress(StorageError):
                 self.delete(probe)
-            except StorageError:
-                pass  # a dot-named leftover is invisible to listings; keep the real error
 
 
 _CACHE: dict[tuple[str, StoreSettings], ObjectStoreFileIO] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def object_store_file_io_from_settings(bucket_root: str, settings: StoreSettings) -> ObjectStoreFileIO:
+def object_store_file_io_from_settings(
+    bucket_root: str, settings: StoreSettings
+) -> ObjectStoreFileIO:
     """The shared :class:`ObjectStoreFileIO` for a bucket and resolved settings."""
     with _CACHE_LOCK:
         fs = _CACHE.get((bucket_root, settings))

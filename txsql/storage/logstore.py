@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from txsql.errors import VersionExistsError
 from txsql.storage.factory import file_io_for
 from txsql.storage.filesystem import FileIO, FileStatus
 from txsql.storage.objectstore import ObjectStoreFileIO
 from txsql.storage.paths import LOG_DIR, classify_log_file, commit_name, parse_location
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+# Concurrent reads when many log files come from an object store (each is a round trip).
+PARALLEL_READS = 16
 
 
 class LogStore:
@@ -21,6 +28,16 @@ class LogStore:
 
     def log_path(self, name: str) -> str:
         return f"{self.log_dir}/{name}"
+
+    def map_reads(self, read: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """``[read(i) for i in items]``, run concurrently on an object store (where every
+        read is a network round trip) and in order on local or in-memory file systems.
+        The first exception in item order is raised, as in the sequential loop."""
+        todo = list(items)
+        if len(todo) < 2 or not isinstance(self.fs, ObjectStoreFileIO):
+            return [read(i) for i in todo]
+        with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(todo))) as pool:
+            return list(pool.map(read, todo))
 
     def write_if_absent(self, version: int, data: bytes) -> None:
         """Create commit ``version``; raise :class:`VersionExistsError` if it exists.

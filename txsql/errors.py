@@ -135,6 +135,17 @@ class SparkStartError(TxSqlError):
     )
 
 
+class ExecutorSetupError(TxSqlError):
+    """Spark's executors cannot import txsql (they run its DV and storage code)."""
+
+    default_hint = (
+        "Install txsql on every node of the cluster (pip install txsql, in the Python that "
+        "PYSPARK_PYTHON names), or ship it with the job: build a wheel or zip of the txsql "
+        "package and set spark.submit.pyFiles (or call spark.addArtifacts(..., pyfile=True) "
+        "on Spark Connect) before the first statement."
+    )
+
+
 class TableNotFoundError(TxSqlError):
     """No Delta table at the given name or path."""
 
@@ -491,6 +502,7 @@ __all__ = [
     "CorruptLogError",
     "DataFileError",
     "DiskFullError",
+    "ExecutorSetupError",
     "ExpressionTooDeepError",
     "InvalidStorageOptionError",
     "InvalidTablePropertyError",

@@ -43,6 +43,8 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
             "expression nested too deeply to plan (Python's recursion limit was reached)"
         )
     text = str(error)
+    if "No module named 'txsql'" in text:
+        return errors.ExecutorSetupError("Spark's executors cannot import txsql")
     worker = _worker_error(text)
     if worker is not None:
         return worker

@@ -14,7 +14,7 @@ traceback from a worker deep inside a later statement.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from txsql.errors import ExecutorSetupError
@@ -38,13 +38,13 @@ MISSING_MODULE = "No module named 'txsql'"
 def hadoop_storage_conf(spark: SparkSession) -> dict[str, str]:
     """The session's object-store settings from its Hadoop configuration (may be empty)."""
     try:
-        settings = dict(spark.conf.getAll)  # type: ignore[call-overload]
+        settings = dict(spark.conf.getAll)
     except Exception:  # an older or remote conf without getAll: nothing to inherit
         return {}
     return {k: str(v) for k, v in settings.items() if k.startswith(HADOOP_PREFIXES)}
 
 
-def _probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _probe(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     # Unpickling this function on an executor imports txsql: that import is the check.
     yield from batches
 

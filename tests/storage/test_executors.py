@@ -4,6 +4,7 @@ FileIOs travel to executors in task closures (they pickle as their settings)."""
 from __future__ import annotations
 
 import pickle
+import re
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ class _Conf:
         return self.values.get(key, default)
 
     @property
-    def getAll(self) -> dict[str, str]:  # noqa: N802 (PySpark's name)
+    def getAll(self) -> dict[str, str]:
         return dict(self.values)
 
 
@@ -45,7 +46,7 @@ class _ClusterWithoutTxsql:
     def range(self, n: int) -> Any:
         return self
 
-    def mapInArrow(self, fn: Any, schema: str) -> Any:  # noqa: N802
+    def mapInArrow(self, fn: Any, schema: str) -> Any:
         pickle.dumps(fn)  # what Spark does with the function before shipping it
         return self
 
@@ -56,7 +57,7 @@ class _ClusterWithoutTxsql:
 
 def test_first_statement_fails_with_how_to_ship_txsql() -> None:
     spark = _ClusterWithoutTxsql()
-    with pytest.raises(ExecutorSetupError, match="spark://10.0.0.1:7077") as info:
+    with pytest.raises(ExecutorSetupError, match=re.escape("spark://10.0.0.1:7077")) as info:
         check_executors_import_txsql(spark)  # type: ignore[arg-type]
     assert "pip install txsql" in info.value.hint
     assert "spark.submit.pyFiles" in info.value.hint

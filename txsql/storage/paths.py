@@ -9,6 +9,7 @@ into ``s3`` and ``gcs`` into ``gs`` (Spark's own scheme is chosen later, at the 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
@@ -99,6 +100,27 @@ def join(root: str, *parts: str) -> str:
     for part in parts:
         out = f"{out}/{part.strip('/')}" if part else out
     return out
+
+
+def resolve_in_root(root: str, path: str) -> str:
+    """The canonical location of a log ``path`` (relative URI-encoded, or an absolute URI)
+    inside the table at canonical ``root``.
+
+    >>> resolve_in_root("s3://lake/t", "p%3D1/a%20b.parquet")
+    's3://lake/t/p=1/a b.parquet'
+    >>> resolve_in_root("/data/t", "x/../y.parquet")
+    '/data/t/y.parquet'
+    >>> resolve_in_root("s3://lake/t", "s3a://lake/other/f.parquet")
+    's3://lake/other/f.parquet'
+    """
+    if "://" in path or path.startswith("file:"):
+        return parse_location(path).root
+    relative = unquote(path)
+    if relative.startswith("/"):
+        return parse_location(relative).root
+    if parse_location(root).is_local:
+        return os.path.normpath(os.path.join(root, relative))
+    return join(root, posixpath.normpath(relative))
 
 
 def is_local_location(location: str) -> bool:

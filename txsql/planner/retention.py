@@ -12,10 +12,8 @@ travel to a deleted version then raises :class:`~txsql.errors.VersionNotFoundErr
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
-from urllib.parse import unquote, urlparse
 
 from txsql.errors import TxSqlError
 from txsql.log import properties
@@ -27,6 +25,7 @@ from txsql.log.history import monotonic_timestamps
 from txsql.log.segment import CheckpointRef, find_segment, list_log
 from txsql.log.snapshot import Snapshot
 from txsql.storage.logstore import LogStore
+from txsql.storage.paths import resolve_in_root
 
 logger = logging.getLogger(__name__)
 
@@ -110,11 +109,9 @@ def _checkpoint_is_sound(store: LogStore, ref: CheckpointRef) -> bool:
 
 
 def data_file_path(root: str, path: str) -> str:
-    """Local path of an add/remove ``path`` (relative and URI-encoded, or absolute URI)."""
-    parsed = urlparse(path)
-    if parsed.scheme:
-        return os.path.normpath(unquote(parsed.path))
-    return os.path.normpath(os.path.join(root, unquote(path)))
+    """Canonical location (local path or object-store URI) of an add/remove ``path``
+    (relative and URI-encoded, or an absolute URI)."""
+    return resolve_in_root(root, path)
 
 
 def referenced_files(snapshot: Snapshot, root: str, cutoff_ms: int) -> set[str]:
@@ -164,5 +161,5 @@ def _local_paths(root: str, entries: list[tuple[str, object]]) -> set[str]:
         if absolute is not None:
             located = absolute(root)
             if located is not None:
-                paths.add(os.path.normpath(located))
+                paths.add(resolve_in_root(root, located))
     return paths

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from txsql.errors import UnsupportedStorageError
+from txsql.errors import StorageError, UnsupportedStorageError
 from txsql.storage.filesystem import FileIO, LocalFileIO
 from txsql.storage.objectstore import object_store_file_io
 from txsql.storage.paths import OBJECT_STORE_SCHEMES, TableLocation, parse_location
@@ -107,6 +107,17 @@ def file_io_for(
     options = context.storage_options if storage_options is None else storage_options
     hadoop = context.hadoop_conf if hadoop_conf is None else hadoop_conf
     return object_store_file_io(parsed, options, hadoop)
+
+
+def delete_quietly(path: str) -> bool:
+    """Best-effort delete of the file at ``path`` (a failed statement's own files, which no
+    commit names); True if it was deleted. Never raises: a leftover is only an orphan that
+    VACUUM removes later."""
+    try:
+        file_io_for(path).delete(path)
+    except (OSError, StorageError):
+        return False
+    return True
 
 
 def spark_uri(path: str) -> str:

@@ -16,7 +16,7 @@ import txsql
 from tests.storage.moto_s3 import MotoS3
 from txsql.errors import TableExistsError, UnsupportedStorageError
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.vacuum import CHECK_CONF
+from txsql.planner.operations.vacuum import CHECK_CONF
 from txsql.storage.factory import configure_storage, storage_context
 
 pytestmark = [pytest.mark.spark]

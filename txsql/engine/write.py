@@ -4,8 +4,9 @@ Spark's own Parquet writer writes into a private staging directory under the tab
 (``_txsql_staging/<uuid>/``; Delta readers ignore underscore-prefixed paths and only read
 files the log names), then each part file is moved to its final place on the driver with a
 hard link, which fails instead of overwriting. Writing straight into the root would let two
-concurrent jobs clean up or clobber each other's files. Only the local file system is
-supported, like the rest of txsql's storage layer.
+concurrent jobs clean up or clobber each other's files. On object stores (no rename, no
+link) Spark writes straight into a fresh per-write directory under the root instead, under
+Spark's scheme for the store (``s3a://`` for ``s3://``), see ``_write_to_object_store``.
 
 Per-file statistics come from the Parquet footers (``pyarrow.parquet.read_metadata``) with
 Delta Spark's rules (``StatisticsCollection``): the first ``delta.dataSkippingNumIndexedCols``

@@ -256,10 +256,9 @@ def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:
     """
     entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
     entries += [(r.path, r.deletion_vector) for r in snapshot.tombstones]
-    for version in log.store.list_commits():
-        if version > snapshot.version:
-            break
-        for action in log.read_commit(version):
+    versions = [v for v in log.store.list_commits() if v <= snapshot.version]
+    for actions in log.read_commits(versions):  # concurrent GETs on object stores
+        for action in actions:
             if isinstance(action, (AddFile, RemoveFile)):
                 entries.append((action.path, action.deletion_vector))
     return _local_paths(root, entries)

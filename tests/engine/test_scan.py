@@ -11,8 +11,8 @@ import pytest
 from pyroaring import BitMap64
 
 from txsql.dv.store import write_deletion_vectors
+from txsql.engine import dv_filter, file_constants, scan_cache, scan_files
 from txsql.engine import scan as scan_module
-from txsql.engine import scan_cache
 from txsql.engine.scan import resolve_path, scan_snapshot
 from txsql.engine.write import write_data_files
 from txsql.errors import CorruptDeletionVectorError, TxSqlError
@@ -170,15 +170,17 @@ def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize("where", ["driver", "executors"])
+@pytest.mark.parametrize("where", ["literal", "driver", "executors"])
 def test_dv_expansion_on_driver_and_executors(
     spark: Any, fixtures_dir: Path, monkeypatch: Any, where: str
 ) -> None:
     # A fresh cache so each expansion path really runs; a limit of -1 forces the executors.
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(dv_filter, "_DV_CACHE", scan_cache.DeletedRowsCache())
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if where != "literal":  # a literal IN set for few deleted rows, else a join
+        monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
     if where == "executors":
-        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+        monkeypatch.setattr(dv_filter, "_DRIVER_EXPANSION_ROWS", -1)
     snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
     df = scan_snapshot(spark, snapshot)
     assert sorted(r.value for r in df.collect()) == sorted(
@@ -186,14 +188,16 @@ def test_dv_expansion_on_driver_and_executors(
     )
 
 
-@pytest.mark.parametrize("where", ["driver", "executors"])
+@pytest.mark.parametrize("where", ["literal", "driver", "executors"])
 def test_damaged_dv_is_a_typed_error(
     spark: Any, tmp_path: Path, monkeypatch: Any, where: str
 ) -> None:
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(dv_filter, "_DV_CACHE", scan_cache.DeletedRowsCache())
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if where != "literal":  # a literal IN set for few deleted rows, else a join
+        monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
     if where == "executors":
-        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+        monkeypatch.setattr(dv_filter, "_DRIVER_EXPANSION_ROWS", -1)
     root = tmp_path / "t"
     meta = make_metadata([field("id", "long")])
     (add,) = write_data_files(spark, spark.range(10).coalesce(1), str(root), meta)
@@ -212,9 +216,9 @@ def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypat
         def crc32(data: bytes) -> int:
             return 7
 
-    monkeypatch.setattr(scan_module, "zlib", SameCrc)
+    monkeypatch.setattr(scan_files, "zlib", SameCrc)
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(dv_filter, "_DV_CACHE", scan_cache.DeletedRowsCache())
     snapshot = DeltaLog.for_path(
         str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")
     ).snapshot(1)

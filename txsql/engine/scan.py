@@ -85,6 +85,12 @@ average 11-17 on 2 cores), so seconds are inflated and noisy:
 * Few deleted rows (<= ``_LITERAL_KEYS``, 1000) as a literal ``IN`` set: no broadcast, so
   no job. Building the filter: 0.16 s at 1000 keys, 0.35 s at 5000, 0.45 s at 20000 (once
   per planned scan); a count of 2M rows through it 0.19 s at 1000 keys, 0.63 s at 20000.
+  ``TXSQL_BENCH_STRATEGIES=1 benchmarks/scan.py 1000000`` (1M rows, 32 files), warm
+  count, literal vs anti-join: 1000 keys 0.20 vs 0.26 s, 5000 keys 0.23 vs 0.12 s, 20000
+  keys 0.60 vs 0.24 s; hence the threshold of 1000. Rows per ``_file`` (a query that uses
+  the constant), map literal vs join: 0.40 / 0.35 / 0.30 vs 0.33 / 0.67 / 0.31 s, i.e. no
+  cost per query and one job fewer. At 2 % deleted of 1M rows the default scan was 1.8x
+  (count) and 1.35x (sum) a plain scan.
 * Rejected: the deleted rows as per-file bit sets in a literal, tested per row with
   ``get(array<bigint> words, row >> 6)``: 1.5 MB of SQL text for 5M rows, 10.8 s to plan
   and 2.7 s per count [plain 0.15]; the same with one binary literal per file (7 bits a

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -338,3 +339,34 @@ def test_pushdown_keeps_row_indexes_across_row_groups(
     plan = df._jdf.queryExecution().executedPlan().toString()
     pushed = [line for line in plan.splitlines() if "PushedFilters" in line]
     assert pushed and all("In(id," in line for line in pushed)
+
+
+def test_scan_of_many_files_runs_one_spark_job(
+    spark: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """More files than Spark lists itself (32) and per-file constants: the query is still
+    one job, counted by Spark's own status tracker (no listing job, no broadcast)."""
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long"), field("g", "integer")], ("g",))
+    source = spark.sql("select id, cast(id % 40 as int) g from range(80)").coalesce(1)
+    adds = write_data_files(spark, source, str(root), meta)
+    assert len(adds) == 40
+    commit(root, 0, [Protocol(1, 2), meta, *adds])
+    commit(root, 1, with_dv(root, adds[0], [0]))
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(threshold)
+    sc: Any = spark.sparkContext
+    group = f"txsql-scan-jobs-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "scan")
+    try:
+        df = scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(), with_row_ids=True)
+        got = df.where("id IN (0, 40, 5)").collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup(group)) == 1
+    assert spark.conf.get(threshold) == before
+    gone = {r.id for r in got} ^ {0, 40, 5}
+    assert len(gone) == 1 and gone <= {0, 40}  # the DV deleted the first row of adds[0]
+    by_path = {a.path: int(a.partition_values["g"]) for a in adds}
+    assert all(by_path[r._file] == r.g == r.id % 40 for r in got)

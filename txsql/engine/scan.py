@@ -82,6 +82,10 @@ average 11-17 on 2 cores), so seconds are inflated and noisy:
   broadcast being the second), also on partitioned tables and after earlier DVs. Lookups
   in a literal map cost the same per query (0.04-0.05 s on 2M rows) with 32, 500 or 2000
   entries; parsing the map text is 0.05-0.3 s once per planned scan.
+* Spark lists more than 32 given paths with a parallel-listing job of its own; the paths
+  are files the log names, so the scan raises that threshold while it reads (the driver
+  stats them, milliseconds for thousands of local files): a DELETE touching 40 files ran
+  two jobs, now one.
 * Few deleted rows (<= ``_LITERAL_KEYS``, 1000) as a literal ``IN`` set: no broadcast, so
   no job. Building the filter: 0.16 s at 1000 keys, 0.35 s at 5000, 0.45 s at 20000 (once
   per planned scan); a count of 2M rows through it 0.19 s at 1000 keys, 0.63 s at 20000.

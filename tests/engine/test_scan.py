@@ -298,18 +298,20 @@ def test_constants_special_values_and_hostile_names(
     for r in got:
         # _file_1 is the log's path of the file holding the row, text for text.
         assert (r["_file_1"], r["_row_index"]) == (path_of[(r["p"], r["d"].isoformat())], 0)
-    assert out.where("p = 'it''s'").count() == 2
-    assert scan_snapshot(spark, snap).where("p IS NULL").count() == 1
+    # A filter on a partition column goes through the lookup (or the join) too.
+    its = scan_snapshot(spark, snap).where("p = 'it''s'").collect()
+    assert sorted(r["a`b"] for r in its) == [0, 5]
 
 
-@pytest.mark.parametrize("crc", [0, 2**31 - 1, 2**31, 2**32 - 1])
-def test_literal_keys_match_spark_row_keys(spark: Any, crc: int) -> None:
+def test_literal_keys_match_spark_row_keys(spark: Any) -> None:
     """The driver's keys, written as SQL literals, equal Spark's ``crc << 32 | row``, also
     when a high CRC wraps into the sign bit (down to the minimum long)."""
-    for row in (0, 7, 2**31 + 5):
-        key = int(np.left_shift(np.int64(crc), np.int64(32)) | np.int64(row))
-        sql = f"(shiftleft({crc}L, 32) | {row}L) IN ({scan_files.sql_long(key)})"
-        assert spark.sql(f"SELECT {sql} AS hit").first().hit is True
+    checks = []
+    for crc in (0, 2**31 - 1, 2**31, 2**32 - 1):
+        for row in (0, 7, 2**31 + 5):
+            key = int(np.left_shift(np.int64(crc), np.int64(32)) | np.int64(row))
+            checks.append(f"(shiftleft({crc}L, 32) | {row}L) IN ({scan_files.sql_long(key)})")
+    assert spark.sql(f"SELECT {' AND '.join(checks)} AS hit").first().hit is True
 
 
 @pytest.mark.parametrize("dv_filter_kind", ["literal", "join"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ _GLOB_CHARS = "\\{}[]*?"
 # Above this many paths (default 32) Spark lists the files with a Spark job of its own; our
 # paths are known files, so the driver checks them itself (see read_files).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+# Scans in threads must not interleave their set/restore of the session's threshold.
+_LISTING_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -148,15 +151,16 @@ def _listing_on_driver(spark: SparkSession, paths: int) -> Iterator[None]:
     milliseconds for thousands of local files, where the parallel listing costs a Spark
     job (0.1-0.5 s): a DELETE touching 40 files would run two jobs instead of one.
     """
-    current = spark.conf.get(_LISTING_THRESHOLD)
-    if current is None or not current.isdigit() or paths <= int(current):
-        yield
-        return
-    spark.conf.set(_LISTING_THRESHOLD, str(paths))
-    try:
-        yield
-    finally:
-        spark.conf.set(_LISTING_THRESHOLD, current)
+    with _LISTING_LOCK:
+        current = spark.conf.get(_LISTING_THRESHOLD)
+        if current is None or not current.isdigit() or paths <= int(current):
+            yield
+            return
+        spark.conf.set(_LISTING_THRESHOLD, str(paths))
+        try:
+            yield
+        finally:
+            spark.conf.set(_LISTING_THRESHOLD, current)
 
 
 def raise_missing(missing: list[str]) -> None:

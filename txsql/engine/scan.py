@@ -75,13 +75,16 @@ ratios measured in one run mean much:
   ``count()`` from the log (numRecords minus DV cardinality) in the planner.
 
 Round 3 (issue 10); the machine was again shared with other helpers' Spark jobs (load
-average 11-17 on 2 cores), so seconds are inflated and noisy:
+average 11-25 on 2 cores), so seconds are inflated and noisy:
 
 * Per-file constants as map literals instead of the broadcast join: a 1-row DELETE now runs
   exactly one Spark job (Spark's own status tracker agrees; before: two, the join's
   broadcast being the second), also on partitioned tables and after earlier DVs. Lookups
   in a literal map cost the same per query (0.04-0.05 s on 2M rows) with 32, 500 or 2000
-  entries; parsing the map text is 0.05-0.3 s once per planned scan.
+  entries; parsing the map text is 0.05-0.3 s once per planned scan. With every row
+  looking up a value (2M rows, key = id % n, sum of the value's length): 0.35 / 0.74 /
+  1.11 / 0.23 s for 1 / 32 / 256 / 1024 entries (load average 17: noise, no growth with
+  the map), so up to ``_LITERAL_FILES`` (2048) files the map is used.
 * Spark lists more than 32 given paths with a parallel-listing job of its own; the paths
   are files the log names, so the scan raises that threshold while it reads (the driver
   stats them, milliseconds for thousands of local files): a DELETE touching 40 files ran
@@ -105,7 +108,11 @@ average 11-17 on 2 cores), so seconds are inflated and noisy:
   the number of keys (or 1024), i.e. nearly every row deleted.
 * ``benchmarks/scan.py`` (5M rows, 32 files; the DV filter there is the anti-join, more
   than 1000 keys): 1 % deleted: count 1.05 [0.30] = 3.5x, sum 0.85 [0.26] = 3.3x;
-  10 % deleted: count 4.00 [0.46] = 8.7x, sum 2.41 [0.28] = 8.5x. The goal (<= 1.3x) is
+  10 % deleted: count 4.00 [0.46] = 8.7x, sum 2.41 [0.28] = 8.5x; a second run: 1 %:
+  count 1.55 [0.44] = 3.5x, sum 1.07 [0.37] = 2.9x; 10 %: count 1.35 [0.21] = 6.5x, sum
+  2.20 [0.20] = 10.9x. Strategies in that run (1 %, 50k keys): count with the anti-join
+  0.95 s vs a literal IN set 1.83 s (plus 4.3 s to plan it); rows per ``_file`` with the
+  join 1.52 s vs map literals 2.46 s. The goal (<= 1.3x) is
   still not met for these fractions: the floor is the per-row work a plain count does not
   do at all (row index, key, probe) plus, at 10 %, the per-query broadcast of 500k keys.
   Next step: answer a bare ``count()`` from the log (numRecords minus DV cardinality) in

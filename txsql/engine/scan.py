@@ -112,7 +112,8 @@ average 11-25 on 2 cores), so seconds are inflated and noisy:
   count 1.55 [0.44] = 3.5x, sum 1.07 [0.37] = 2.9x; 10 %: count 1.35 [0.21] = 6.5x, sum
   2.20 [0.20] = 10.9x. Strategies in that run (1 %, 50k keys): count with the anti-join
   0.95 s vs a literal IN set 1.83 s (plus 4.3 s to plan it); rows per ``_file`` with the
-  join 1.52 s vs map literals 2.46 s. The goal (<= 1.3x) is
+  join 1.52 s vs map literals 2.46 s, but 2.68 s vs 1.52 s in a later run (2M rows,
+  0.01 % deleted): no consistent difference under this load. The goal (<= 1.3x) is
   still not met for these fractions: the floor is the per-row work a plain count does not
   do at all (row index, key, probe) plus, at 10 %, the per-query broadcast of 500k keys.
   Next step: answer a bare ``count()`` from the log (numRecords minus DV cardinality) in

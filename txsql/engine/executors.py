@@ -1,74 +1,79 @@
-"""Can the executors run txsql? Checked once per SparkSession, before its first statement.
+"""What Spark's executors need from txsql: the package itself and the storage settings.
 
-Executors run txsql code (deletion-vector expansion in scans, grouping deleted rows in
-DML); on a cluster they are other processes on other machines, with their own Python.
-If txsql is missing there, CREATE TABLE and INSERT would still work (only Spark's own
-code runs on the executors) and the first DELETE would fail deep inside a Spark job. So
-before the first statement of a session on a cluster, one tiny job imports txsql on an
-executor; if that fails, the statement fails with :class:`ExecutorSetupError` saying how
-to ship txsql, and nothing was written.
+Executors run txsql code (deletion-vector expansion during scans, DV writes during DML)
+and reach object stores through :mod:`txsql.storage` on their own: nothing there may
+assume the driver's disk. Their FileIO travels in the task closure (an
+:class:`~txsql.storage.objectstore.ObjectStoreFileIO` pickles as its resolved settings and
+reconnects on the executor).
 
-Local masters (``local``, ``local[N]``) are not checked: their Python workers are children
-of the driver's JVM, started with the driver's Python and environment, so they import
-the same txsql (and the check would cost a Spark job on every local session).
+If txsql is not importable on the executors, the first statement fails with
+:class:`~txsql.errors.ExecutorSetupError` saying how to ship it, instead of a Python
+traceback from a worker deep inside a later statement.
 """
 
 from __future__ import annotations
 
-import weakref
+import threading
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from txsql.engine.failures import typed_engine_error
+from txsql.errors import ExecutorSetupError
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
 
-# Sessions whose executors passed the check (or that need none). Weak: a stopped session
-# must not be kept alive, and a new one is checked again.
-_CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
+# Spark settings that configure object stores, passed to txsql.storage (lowest precedence).
+HADOOP_PREFIXES = (
+    "spark.hadoop.fs.s3a.",
+    "spark.hadoop.fs.azure.",
+    "spark.hadoop.fs.gs.",
+    "spark.hadoop.google.cloud.",
+)
+_CHECKED: set[int] = set()
+_CHECKED_LOCK = threading.Lock()
+MISSING_MODULE = "No module named 'txsql'"
+
+
+def hadoop_storage_conf(spark: SparkSession) -> dict[str, str]:
+    """The session's object-store settings from its Hadoop configuration (may be empty)."""
+    try:
+        settings = dict(spark.conf.getAll)
+    except Exception:  # an older or remote conf without getAll: nothing to inherit
+        return {}
+    return {k: str(v) for k, v in settings.items() if k.startswith(HADOOP_PREFIXES)}
+
+
+def _probe(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    # Unpickling this function on an executor imports txsql: that import is the check.
+    yield from batches
 
 
 def check_executors_import_txsql(spark: SparkSession) -> None:
-    """Raise ExecutorSetupError if an executor of ``spark`` cannot import txsql.
+    """Run one tiny task whose code lives in txsql; once per session, not in local mode.
 
-    Runs one one-task job the first time it is called for a non-local session; later calls
-    return at once. A failure is not remembered: after the user ships txsql (e.g.
-    ``addPyFile``), the next statement checks again.
+    Raises:
+        ExecutorSetupError: the executors' Python cannot import txsql.
     """
-    if spark in _CHECKED:
-        return
-    if _runs_locally(spark):
-        _CHECKED.add(spark)
-        return
+    key = id(spark)
+    with _CHECKED_LOCK:
+        if key in _CHECKED:
+            return
     try:
-        spark.range(1, numPartitions=1).mapInArrow(_import_txsql, "ok boolean").collect()
-    except Exception as error:
-        typed = typed_engine_error(error)
-        if typed is None:
-            raise
-        raise typed from None
-    _CHECKED.add(spark)
-
-
-def _runs_locally(spark: SparkSession) -> bool:
+        master = str(spark.conf.get("spark.master", "local"))
+    except Exception:
+        master = "remote"
+    if master.startswith("local"):
+        with _CHECKED_LOCK:
+            _CHECKED.add(key)
+        return  # local workers run with the driver's own Python path
     try:
-        master = spark.conf.get("spark.master", None)
-    except Exception:  # a Connect server may refuse to show it: then check, to be safe
-        return False
-    return master is not None and master.strip().lower().startswith("local")
-
-
-def _import_txsql(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side. A module-level function, so Spark ships it by reference: unpickling it
-    on the executor imports this module, which fails there without txsql. The imports
-    below load what txsql's executor code needs (numpy, pyarrow, pyroaring)."""
-    import numpy  # noqa: F401
-    import pyarrow as pa
-
-    import txsql.dv.store  # noqa: F401  (pyroaring: the DV expansion's modules)
-
-    for _ in batches:
-        pass
-    yield pa.RecordBatch.from_pydict({"ok": [True]})
+        spark.range(1).mapInArrow(_probe, "id long").collect()
+    except Exception as exc:
+        if MISSING_MODULE in str(exc):
+            raise ExecutorSetupError(
+                f"Spark's executors (master {master}) cannot import txsql"
+            ) from None
+        raise
+    with _CHECKED_LOCK:
+        _CHECKED.add(key)

@@ -116,12 +116,12 @@ def _executors(spark: Any) -> list[list[str]]:
 
 
 def shipped(session: Any) -> dict[str, Any]:
-    from txsql.engine import scan
+    from txsql.engine import dv_filter
 
     # Expand deletion vectors on the executors even for these tiny tables (above 1M deleted
     # rows they always are): the executors read the DV files themselves.
-    assert hasattr(scan, "_DRIVER_EXPANSION_ROWS"), "the threshold moved: update this client"
-    scan._DRIVER_EXPANSION_ROWS = 0
+    assert hasattr(dv_filter, "_DRIVER_EXPANSION_ROWS"), "the threshold moved: update this"
+    dv_filter._DRIVER_EXPANSION_ROWS = 0
     steps: dict[str, float] = {}  # seconds per step, to see where a slow run spends time
 
     def step(name: str, run: Callable[[], Any]) -> Any:

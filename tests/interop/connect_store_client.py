@@ -25,7 +25,7 @@ DATA_FILE_SITES = frozenset(
         "txsql.engine.write",
         "txsql.planner.catalog:check_location_empty",
         "txsql.planner.catalog:claim_location",
-        "txsql.engine.scan:_present",
+        "txsql.engine.scan_files:is_present",
     }
 )
 # Versions 1.. are these statements after CREATE TABLE (version 0).

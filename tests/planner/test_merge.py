@@ -140,6 +140,7 @@ def test_metrics_and_commit_info(s: txsql.Session, spark: Any) -> None:
         "num_updated_rows": 4,
         "num_deleted_rows": 2,
         "num_inserted_rows": 3,
+        "spark_jobs": 3,  # source, new rows, summary (DVs from its bitmaps)
     }
     history = s.table("t").snapshot(3).commit_info
     assert history is not None and history.operation == "MERGE"

@@ -3,7 +3,8 @@
 For DELETE and UPDATE it shows the WHERE clause split into partition / data / remaining
 conjuncts, which files are removed whole, scanned or skipped (and why), and the planned
 steps. Queries show Spark's own plan. Other statements register an explainer in
-:data:`EXPLAINERS` (MERGE can add its own). Nothing is written and no transaction starts.
+:data:`EXPLAINERS` (MERGE: :mod:`txsql.planner.merge_explain`). Nothing is written and no
+transaction starts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from txsql.log.predicates import split_predicate, to_sql
 from txsql.planner.context import RunContext
 from txsql.planner.dialect import SPARK
 from txsql.planner.dv_writes import deletion_vectors_allowed
-from txsql.planner.statements import Delete, Explain, Query, Update
+from txsql.planner.merge_explain import explain_merge
+from txsql.planner.statements import Delete, Explain, Merge, Query, Update
 from txsql.planner.target import open_target
 from txsql.result import Result
 
@@ -142,5 +144,6 @@ def _generic(ctx: RunContext, statement: Any) -> tuple[list[Step], dict[str, int
 EXPLAINERS: dict[type, Explainer] = {
     Delete: explain_dml,
     Update: explain_dml,
+    Merge: explain_merge,
     Query: _explain_query,
 }

@@ -50,6 +50,7 @@ from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
 from txsql.planner.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.jobs import count_job, counting_jobs
+from txsql.planner.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.merge_check import (
     SourceRows,
     capture_source,
@@ -61,6 +62,7 @@ from txsql.planner.merge_plan import (
     NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
     MergePlan,
+    inserts_deterministic,
     operation_parameters,
     plan_merge,
 )
@@ -117,9 +119,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     metrics["executionTimeMs"] = _ms_since(started)
     committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
     result_metrics = {**_result_metrics(metrics), "spark_jobs": jobs.jobs}
-    return commit_result(
-        text, target.display, "MERGE", committed, txn.read_version, result_metrics
-    )
+    return commit_result(text, target.display, "MERGE", committed, txn.read_version, result_metrics)
 
 
 def _execute(
@@ -146,16 +146,30 @@ def _execute(
             # columns): Spark then plans the join knowing the source's real size.
             source_rows = capture_source(src, plan)
             num_source = mx.count_rows(source_rows.kept if source_rows is not None else src)
-            target_df = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
             types = _column_types(snapshot)
             split = mx.splits_join(plan, num_source)
-            classified = mx.classify(plan, target_df, src, types, matched_only=split)
+            drop_deleted = None
+            scanned = files
+            if mx.late_dv_filter(plan, split):
+                # No DV expansion and anti-join over the whole target: the joined rows
+                # of deleted target rows are dropped after the join, in the same tasks.
+                scanned = without_dvs(files)
+                columns = (mx.FILE, mx.ROW)
+                drop_deleted = lambda df: drop_deleted_rows(df, snapshot, files, columns)  # noqa: E731
+            target_df = scan_files(ctx.spark, snapshot, scanned, with_row_ids=True)
+            classified = mx.classify(
+                plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted
+            )
             with contextlib.ExitStack() as stack:
-                if split:  # first half persisted: the second half reads its matched ids
-                    first = stack.enter_context(mx.persisted(classified))
-                    rest = mx.unmatched_source(plan, first, src, types)
-                    classified = first.unionByName(rest)
                 rows = stack.enter_context(mx.persisted(classified))
+                if split:  # the second half reads the first's matched source row ids
+                    rest = mx.unmatched_source(plan, rows, src, types)
+                    if inserts_deterministic(plan):
+                        # Cheap to evaluate twice (source and first half are cached), and
+                        # a cache of a cache costs Spark a job of its own.
+                        rows = rows.unionByName(rest)
+                    else:  # evaluated once: the written rows are the counted ones
+                        rows = stack.enter_context(mx.persisted(rows.unionByName(rest)))
                 # Job 2: new rows first, so a NOT NULL or cast failure stops the MERGE
                 # before any DV exists; job 3: counts, cardinality, per-file bitmaps.
                 new_files = _write_new_rows(ctx, plan, rows, snapshot, table)

@@ -117,6 +117,7 @@ def classify(
     column_types: dict[str, str],
     *,
     matched_only: bool = False,
+    drop_deleted: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """Join and classify; returns ``FILE, ROW, SOURCE_ID, ACTION, MATCHED_FLAG`` and the
     new rows.
@@ -129,6 +130,10 @@ def classify(
         matched_only: The first half of a split join (:func:`splits_join`): target rows
             joined with the source, never unmatched source rows; complete it with
             :func:`unmatched_source`.
+        drop_deleted: Given when ``target`` ignores its files' DVs (no DV expansion and
+            anti-join over the whole target): drops joined rows of deleted target rows,
+            after the join. Only for joins whose output keeps nothing of such a row
+            (inner or target-preserving left joins, :func:`late_dv_filter`).
     """
     _check_helper_names([*target.columns, *source.columns])
     # scan_snapshot puts the hidden columns last; their names depend on the table's columns.
@@ -151,7 +156,18 @@ def classify(
         f"ELSE {_group_case(plan, NOT_MATCHED_BY_SOURCE)} END"
     )
     matched = F.col(FILE).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
-    return _classified(plan, tgt.join(src, on, join), matched, action, column_types)
+    joined = tgt.join(src, on, join)
+    if drop_deleted is not None:
+        assert join in ("inner", "left"), "deleted rows dropped after a preserving join"
+        joined = drop_deleted(joined)
+    return _classified(plan, joined, matched, action, column_types)
+
+
+def late_dv_filter(plan: MergePlan, split: bool) -> bool:
+    """Whether the target may be scanned ignoring DVs, deleted rows dropped after the
+    join: only when every joined row of a target row comes from that row (inner or left
+    join), never a source row kept because the row did not match (right/full/anti)."""
+    return split or plan.join in ("inner", "left")
 
 
 def unmatched_source(
@@ -161,9 +177,7 @@ def unmatched_source(
     the NOT MATCHED clauses. ``matched`` is the (persisted) first half."""
     ids = matched.filter(F.col(MATCHED_FLAG)).select(SOURCE_ID)
     rows = source.alias(plan.source_alias).join(F.broadcast(ids), SOURCE_ID, "left_anti")
-    return _classified(
-        plan, rows, None, _group_case(plan, NOT_MATCHED), column_types, NOT_MATCHED
-    )
+    return _classified(plan, rows, None, _group_case(plan, NOT_MATCHED), column_types, NOT_MATCHED)
 
 
 def _classified(
@@ -196,9 +210,7 @@ def _classified(
             if c.outputs is not None
         )
         values.append(F.expr(f"CASE {ACTION} {branches} END").alias(column))
-    out = joined.select(
-        *ids, F.col(SOURCE_ID), F.col(ACTION), matched.alias(MATCHED_FLAG), *values
-    )
+    out = joined.select(*ids, F.col(SOURCE_ID), F.col(ACTION), matched.alias(MATCHED_FLAG), *values)
     return out.filter((F.col(ACTION) >= 0) | F.col(MATCHED_FLAG))
 
 

@@ -1,0 +1,384 @@
+"""MERGE on Spark: join target and source, and give every row the clause that applies.
+
+One projection computes, per joined row, the index of the first clause (in statement
+order, within its kind) whose condition holds (``-1``: none does) and, for UPDATE and
+INSERT clauses, the new row, each value cast to its column type like a store assignment.
+Rows that neither match nor get an action are dropped, so what gets persisted is small:
+the touched target rows, the matched ones and the rows to insert.
+
+Spark jobs (each through :func:`~txsql.planner.dml.jobs.count_job`): :func:`count_rows`
+materializes the persisted source (so Spark sees its real size and broadcasts a small
+one), the new rows are written, and :func:`summarize` returns counts and per-file
+bitmaps; the DVs are built from those bitmaps without another job.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap64
+from pyspark.sql import functions as F
+
+from txsql.errors import MergeCardinalityError, SchemaError
+from txsql.planner.dml.jobs import count_job
+from txsql.planner.operations.merge.plan import MergePlan
+from txsql.planner.sql.statements import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+# Helper columns live next to every target and source column. A per-process random tag
+# keeps them apart from any user column (a source may be any query, so no fixed name is
+# safe); classify() still checks, so a clash is an error, never a silently wrong MERGE.
+_TAG = uuid.uuid4().hex[:8]
+FILE = f"__txsql_file_{_TAG}"
+ROW = f"__txsql_row_{_TAG}"
+ACTION = f"__txsql_action_{_TAG}"
+MATCHED_FLAG = f"__txsql_matched_{_TAG}"
+SOURCE_PRESENT = f"__txsql_source_{_TAG}"
+SOURCE_ID = f"__txsql_source_id_{_TAG}"
+# Kinds of per-file bitmap rows in summarize()'s output (in the action column).
+_ALL, _EFFECTIVE, _CHANGED = -100, -101, -102
+_SUMMARY = pa.schema(
+    [("path", pa.string()), ("action", pa.int32()), ("n", pa.int64()), ("rows", pa.binary())]
+)
+SPLIT_ROWS_ENV = "TXSQL_MERGE_SPLIT_MAX_SOURCE_ROWS"
+"""Sources with at most this many rows get the split join (see :func:`splits_join`)."""
+_DEFAULT_SPLIT_ROWS = 2_000_000
+
+
+@contextmanager
+def persisted(df: DataFrame) -> Iterator[DataFrame]:
+    """``df`` persisted (memory, spilling to disk) for the block, unpersisted after.
+
+    Persisting rather than ``localCheckpoint`` because Spark Connect lacks the latter;
+    disk spill keeps cached partitions from being evicted and recomputed, which for a
+    non-deterministic source would change the rows between the later uses (new rows,
+    deletion vectors).
+    """
+    from pyspark.storagelevel import StorageLevel
+
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        yield cached
+    finally:
+        cached.unpersist()
+
+
+def with_source_marker(source: DataFrame) -> DataFrame:
+    """The source with a non-null marker column (NULL after an outer join = no source row)
+    and a row id (stable once the source is persisted) naming the source rows that matched."""
+    return source.withColumn(SOURCE_PRESENT, F.lit(True)).withColumn(
+        SOURCE_ID, F.monotonically_increasing_id()
+    )
+
+
+def count_rows(df: DataFrame) -> int:
+    """Rows of ``df`` in ONE Spark job without a shuffle (``count()`` adds an aggregate
+    stage); run on a persisted DataFrame it also fills the cache, so Spark then knows the
+    real size and broadcasts a small source instead of shuffling the target."""
+    results = count_job(lambda: df.mapInArrow(_count_task, "n bigint").collect())
+    return sum(int(r["n"]) for r in results)
+
+
+def _count_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    n = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_pydict({"n": [n]}, schema=pa.schema([("n", pa.int64())]))
+
+
+def splits_join(plan: MergePlan, num_source_rows: int) -> bool:
+    """Whether to run the join as target x source plus "source rows nobody matched".
+
+    Spark's broadcast hash join cannot keep the unmatched rows of its build side, so a
+    right or full outer join (NOT MATCHED clauses) would shuffle the whole target. Split,
+    the target streams past the broadcast source once and the unmatched source rows are
+    the source minus the matched source row ids (a small broadcast). Needs a deterministic
+    ON (the matched ids must be those of the first pass) and a source small enough that
+    its row ids broadcast comfortably.
+    """
+    limit = int(os.environ.get(SPLIT_ROWS_ENV, _DEFAULT_SPLIT_ROWS))
+    return (
+        plan.join in ("right", "full", "insert_only")
+        and plan.on_deterministic
+        and num_source_rows <= limit
+    )
+
+
+def classify(
+    plan: MergePlan,
+    target: DataFrame,
+    source: DataFrame,
+    column_types: dict[str, str],
+    *,
+    matched_only: bool = False,
+    drop_deleted: Callable[[DataFrame], DataFrame] | None = None,
+) -> DataFrame:
+    """Join and classify; returns ``FILE, ROW, SOURCE_ID, ACTION, MATCHED_FLAG`` and the
+    new rows.
+
+    Args:
+        plan: The resolved MERGE.
+        target: The target scan, its hidden file and row-index columns last.
+        source: The (persisted) source from :func:`with_source_marker`.
+        column_types: Target column -> Spark SQL type, for the assignment casts.
+        matched_only: The first half of a split join (:func:`splits_join`): target rows
+            joined with the source, never unmatched source rows; complete it with
+            :func:`unmatched_source`.
+        drop_deleted: Given when ``target`` ignores its files' DVs (no DV expansion and
+            anti-join over the whole target): drops joined rows of deleted target rows,
+            after the join. Only for joins whose output keeps nothing of such a row
+            (inner or target-preserving left joins, :func:`late_dv_filter`).
+    """
+    _check_helper_names([*target.columns, *source.columns])
+    # scan_snapshot puts the hidden columns last; their names depend on the table's columns.
+    target = target.toDF(*target.columns[:-2], FILE, ROW)
+    tgt = target.alias(plan.target_alias)
+    src = source.alias(plan.source_alias)
+    on = F.expr(plan.on)
+    if plan.join == "insert_only" and not matched_only:
+        # Only source rows without any match can act: an anti-join, no target ids needed.
+        action = _group_case(plan, NOT_MATCHED)
+        joined = src.join(tgt, on, "left_anti")
+        return _classified(plan, joined, None, action, column_types, NOT_MATCHED)
+    join = plan.join
+    if matched_only:  # keep unmatched target rows only for NOT MATCHED BY SOURCE clauses
+        join = "left" if plan.join == "full" else "inner"
+    action = (
+        f"CASE WHEN {FILE} IS NOT NULL AND {SOURCE_PRESENT} IS NOT NULL "
+        f"THEN {_group_case(plan, MATCHED)} "
+        f"WHEN {SOURCE_PRESENT} IS NOT NULL THEN {_group_case(plan, NOT_MATCHED)} "
+        f"ELSE {_group_case(plan, NOT_MATCHED_BY_SOURCE)} END"
+    )
+    matched = F.col(FILE).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
+    joined = tgt.join(src, on, join)
+    if drop_deleted is not None:
+        assert join in ("inner", "left"), "deleted rows dropped after a preserving join"
+        joined = drop_deleted(joined)
+    return _classified(plan, joined, matched, action, column_types)
+
+
+def late_dv_filter(plan: MergePlan, split: bool) -> bool:
+    """Whether the target may be scanned ignoring DVs, deleted rows dropped after the
+    join: only when every joined row of a target row comes from that row (inner or left
+    join), never a source row kept because the row did not match (right/full/anti)."""
+    return split or plan.join in ("inner", "left")
+
+
+def unmatched_source(
+    plan: MergePlan, matched: DataFrame, source: DataFrame, column_types: dict[str, str]
+) -> DataFrame:
+    """The second half of a split join: source rows no target row matched, classified by
+    the NOT MATCHED clauses. ``matched`` is the (persisted) first half."""
+    ids = matched.filter(F.col(MATCHED_FLAG)).select(SOURCE_ID)
+    rows = source.alias(plan.source_alias).join(F.broadcast(ids), SOURCE_ID, "left_anti")
+    return _classified(plan, rows, None, _group_case(plan, NOT_MATCHED), column_types, NOT_MATCHED)
+
+
+def _classified(
+    plan: MergePlan,
+    joined: DataFrame,
+    matched: Any,
+    action: str,
+    column_types: dict[str, str],
+    only: str | None = None,
+) -> DataFrame:
+    """The classify projection; ``matched`` None: rows without a target side, whose
+    values come from the ``only`` kind of clause (the others read the target)."""
+    if matched is None:
+        ids = [F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)]
+        matched = F.lit(False)
+    else:
+        ids = [F.col(FILE), F.col(ROW)]
+    # A separate projection evaluates each condition once per row; the value columns below
+    # only look the action up (Spark will not inline a non-deterministic CASE into them).
+    joined = joined.withColumn(ACTION, F.expr(action))
+    values = []
+    producing = [
+        c for c in plan.clauses if c.outputs is not None and only in (None, c.clause.match)
+    ]
+    for column in plan.target_columns if producing else ():
+        cast = column_types[column]
+        branches = " ".join(
+            f"WHEN {c.index} THEN CAST(({c.outputs[column]}) AS {cast})"
+            for c in producing
+            if c.outputs is not None
+        )
+        values.append(F.expr(f"CASE {ACTION} {branches} END").alias(column))
+    out = joined.select(*ids, F.col(SOURCE_ID), F.col(ACTION), matched.alias(MATCHED_FLAG), *values)
+    return out.filter((F.col(ACTION) >= 0) | F.col(MATCHED_FLAG))
+
+
+def _group_case(plan: MergePlan, match: str) -> str:
+    clauses = [c for c in plan.clauses if c.clause.match == match]
+    if not clauses:
+        return "-1"
+    whens = " ".join(f"WHEN ({c.condition}) THEN {c.index}" for c in clauses)
+    return f"CASE {whens} ELSE -1 END"
+
+
+@dataclass
+class Summary:
+    """What one pass over the classified rows found.
+
+    Attributes:
+        counts: Rows per clause index (``-1``: matched without an action).
+        num_source_rows: Rows of the source.
+        duplicate_matches: Extra source rows matching an already matched target row that
+            a MATCHED clause changes (Delta's "effective" duplicate matches).
+        distinct_matched_changed: Target rows changed by MATCHED clauses, each once.
+        matched: Per file, the physical rows the MERGE matched or changed (read set).
+        changed: Per file, the rows updated or deleted (their old versions go into DVs).
+    """
+
+    counts: dict[int, int] = field(default_factory=dict)
+    num_source_rows: int = 0
+    duplicate_matches: int = 0
+    distinct_matched_changed: int = 0
+    matched: dict[str, BitMap64] = field(default_factory=dict)
+    changed: dict[str, BitMap64] = field(default_factory=dict)
+
+
+def summarize(plan: MergePlan, rows: DataFrame) -> Summary:
+    """Counts, the duplicate-match check and per-file bitmaps, in ONE Spark job.
+
+    No shuffle: each task groups its rows into per-file bitmaps (numpy, no per-row
+    Python) of the rows matched, of those a MATCHED clause acts on ("effective", with the
+    number of such pairs) and of those changed. Pieces of one file from several tasks are
+    unioned here, so the duplicate check is exact wherever the pairs of a target row ran:
+    duplicates = effective pairs - distinct effective rows.
+    """
+    effective = plan.indexes(MATCHED)
+    changing = plan.indexes(MATCHED, ("update", "delete")) + plan.indexes(
+        NOT_MATCHED_BY_SOURCE, ("update", "delete")
+    )
+    task = _summary_task(effective, changing)
+    results = count_job(
+        lambda: (
+            rows.select(FILE, ROW, ACTION)
+            .mapInArrow(task, "path string, action int, n bigint, rows binary")
+            .collect()
+        )
+    )
+    out = Summary()
+    pairs = 0
+    effective_rows: dict[str, BitMap64] = {}
+    kinds = {_ALL: out.matched, _EFFECTIVE: effective_rows, _CHANGED: out.changed}
+    for r in results:
+        action = int(r["action"])
+        if r["path"] is None:
+            out.counts[action] = out.counts.get(action, 0) + int(r["n"])
+            continue
+        if action == _EFFECTIVE:
+            pairs += int(r["n"])
+        bitmap = BitMap64.deserialize(r["rows"])
+        found = kinds[action]
+        if r["path"] in found:
+            found[r["path"]] |= bitmap
+        else:
+            found[r["path"]] = bitmap
+    out.distinct_matched_changed = sum(len(b) for b in effective_rows.values())
+    out.duplicate_matches = pairs - out.distinct_matched_changed
+    return out
+
+
+def check_cardinality(plan: MergePlan, summary: Summary) -> None:
+    """Delta's rule: a target row may be updated or deleted by at most one source row.
+
+    Only matches that take an action count (Delta's "effective" matches), and one
+    unconditional ``WHEN MATCHED THEN DELETE`` is exempt (every pair deletes the row).
+
+    Raises:
+        MergeCardinalityError: some target row is changed by several source rows.
+    """
+    if summary.duplicate_matches and not plan.duplicates_allowed:
+        raise MergeCardinalityError(
+            "MERGE cannot update or delete a target row that several source rows match "
+            "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE]: "
+            f"{summary.duplicate_matches} extra source row(s) match already matched rows"
+        )
+
+
+def _summary_task(
+    effective: list[int], changing: list[int]
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The executor function of :func:`summarize`."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+
+        counts: dict[int, int] = {}
+        paths: list[pa.Array] = []
+        rows: list[np.ndarray] = []
+        actions: list[np.ndarray] = []
+        # Streamed: rows without a target file (inserts) are only counted; target rows'
+        # ids are kept (three numbers a row) for grouping.
+        for batch in batches:
+            acts = batch.column(ACTION).to_numpy(zero_copy_only=False)
+            values, n = np.unique(acts, return_counts=True)
+            for value, count in zip(values.tolist(), n.tolist()):
+                counts[value] = counts.get(value, 0) + count
+            valid = batch.filter(pc.is_valid(batch.column(FILE)))
+            if valid.num_rows:
+                paths.append(valid.column(FILE))
+                rows.append(valid.column(ROW).to_numpy(zero_copy_only=False))
+                actions.append(valid.column(ACTION).to_numpy(zero_copy_only=False))
+        out: dict[str, list[Any]] = {k: [] for k in ("path", "action", "n", "rows")}
+
+        def emit(path: str | None, action: int, n: int, bitmap: BitMap64 | None) -> None:
+            for key, item in zip(out, (path, action, n, bitmap and bitmap.serialize())):
+                out[key].append(item)
+
+        for value, count in counts.items():
+            emit(None, value, count, None)
+        if paths:
+            encoded = pa.chunked_array(paths).combine_chunks().dictionary_encode()
+            codes = encoded.indices.to_numpy(zero_copy_only=False)
+            row_ids = np.concatenate(rows).astype(np.uint64)
+            acts = np.concatenate(actions)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.flatnonzero(np.diff(codes[order])) + 1
+            for chunk in np.split(order, bounds):
+                path = encoded.dictionary[int(codes[chunk[0]])].as_py()
+                ids, kinds = row_ids[chunk], acts[chunk]
+                emit(path, _ALL, len(ids), _bitmap(ids))
+                acting = ids[np.isin(kinds, effective)]
+                if len(acting):
+                    emit(path, _EFFECTIVE, len(acting), _bitmap(acting))
+                changed = ids[np.isin(kinds, changing)]
+                if len(changed):
+                    emit(path, _CHANGED, len(changed), _bitmap(changed))
+        if out["path"]:
+            yield pa.RecordBatch.from_pydict(out, schema=_SUMMARY)
+
+    return run
+
+
+def new_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:
+    """The rows to write: updated rows' new versions and inserted rows."""
+    producing = plan.indexes(actions=("update", "insert"))
+    return rows.filter(F.col(ACTION).isin(producing)).select(
+        *[F.col(f"`{c}`") for c in plan.target_columns]
+    )
+
+
+def _bitmap(ids: Any) -> BitMap64:
+    bitmap = BitMap64()
+    bitmap.update(ids)
+    return bitmap
+
+
+def _check_helper_names(columns: list[str]) -> None:
+    helpers = {n.lower() for n in (FILE, ROW, ACTION, MATCHED_FLAG, SOURCE_PRESENT, SOURCE_ID)}
+    clash = sorted({c for c in columns if c.lower() in helpers} - {SOURCE_PRESENT, SOURCE_ID})
+    if clash:
+        raise SchemaError(
+            f"MERGE: column name {clash[0]!r} is reserved for this MERGE's bookkeeping",
+            hint="Rename that column in the source query (e.g. SELECT ... AS other_name).",
+        )

@@ -34,6 +34,7 @@ From the Python API, merge a pandas or Spark DataFrame by registering it as a vi
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 

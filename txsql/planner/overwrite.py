@@ -98,7 +98,9 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
     inserted = total_records(adds)
     copies: list[AddFile] = []
     if kept is not None:
-        copies = write_data_files(ctx.spark, kept, snapshot.table_root, snapshot.metadata)
+        copies = write_data_files(
+            ctx.spark, kept, snapshot.table_root, snapshot.metadata, enforce=False
+        )
     if dynamic:
         removed = _dynamic_removes(txn, snapshot, adds)
     txn.stage([f.to_remove(data_change=True) for f in removed])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
@@ -158,11 +160,8 @@ _REPLACE_HINT = (
 )
 
 # Column clauses txsql does not apply: accepting them would store a table that silently
-# lacks the generated values, defaults or checks the user asked for.
+# lacks the checks the user asked for.
 _UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.ComputedColumnConstraint, "GENERATED ALWAYS AS (expr)"),
-    (exp.GeneratedAsIdentityColumnConstraint, "GENERATED ... AS IDENTITY"),
-    (exp.DefaultColumnConstraint, "DEFAULT"),
     (exp.CheckColumnConstraint, "CHECK"),
     (exp.PrimaryKeyColumnConstraint, "PRIMARY KEY"),
     (exp.UniqueColumnConstraint, "UNIQUE"),
@@ -172,26 +171,31 @@ _UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
 def _column(column: exp.ColumnDef) -> ColumnSpec:
     """The spec of one column definition (CREATE TABLE and ALTER TABLE ADD COLUMNS).
 
-    Only NOT NULL and COMMENT are applied; every other clause is refused by name.
+    NOT NULL, COMMENT, GENERATED ALWAYS AS (expr), GENERATED ... AS IDENTITY and DEFAULT
+    are applied; every other clause is refused by name.
     """
-    nullable = True
-    comment = None
+    from txsql.planner.column_defs import column_clause
+
+    kind = column.args.get("kind")
+    if kind is None:
+        raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
+    spec = ColumnSpec(column.name, kind.sql(SPARK))
     for constraint in column.constraints:
         if isinstance(constraint.kind, exp.NotNullColumnConstraint):
-            nullable = bool(constraint.kind.args.get("allow_null"))
+            spec = replace(spec, nullable=bool(constraint.kind.args.get("allow_null")))
         elif isinstance(constraint.kind, exp.CommentColumnConstraint):
-            comment = constraint.kind.name
+            spec = replace(spec, comment=constraint.kind.name)
+        elif (ruled := column_clause(spec, constraint.kind)) is not None:
+            spec = ruled
         else:
             raise UnsupportedStatementError(
                 f"column {column.name}: {_clause_name(constraint)} is not supported "
                 "(txsql would not apply it)",
-                hint="Remove the clause and compute the value in the INSERT/UPDATE that "
-                "writes the column; NOT NULL and COMMENT are supported.",
+                hint="Remove the clause; NOT NULL, COMMENT, GENERATED, IDENTITY and DEFAULT "
+                "are supported, and table-wide rules are added with ALTER TABLE t ADD "
+                "CONSTRAINT c CHECK (expr).",
             )
-    kind = column.args.get("kind")
-    if kind is None:
-        raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
-    return ColumnSpec(column.name, kind.sql(SPARK), nullable, comment)
+    return spec
 
 
 def _clause_name(constraint: exp.Expr) -> str:

@@ -148,7 +148,9 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
         return AlterAddColumns(ref, tuple(build._column(c) for c in defs))
     if isinstance(action, exp.ColumnDef):
         return AlterAddColumns(ref, (build._column(action),))
-    return None
+    from txsql.planner.constraint_build import build_constraint_action
+
+    return build_constraint_action(ref, action)
 
 
 def _properties(node: exp.Expr) -> list[tuple[str, str]]:

@@ -1,0 +1,211 @@
+"""Column clauses of CREATE TABLE that make a rule: GENERATED, IDENTITY and DEFAULT.
+
+Parsed into :class:`ColumnSpec` fields by :func:`column_clause`, checked against the
+new table by :func:`check_column_rules`, and stored as Delta stores them by
+:func:`rule_metadata` (``delta.generationExpression``, ``delta.identity.*``,
+``CURRENT_DEFAULT``). Writes then compute and check them (:mod:`txsql.engine.write_rules`).
+Also here: the ``DEFAULT`` keyword in ``INSERT ... VALUES`` (:func:`replace_default_keyword`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from txsql.errors import ConstraintDefinitionError, SqlError
+from txsql.log import column_rules as rules
+from txsql.planner.dialect import SPARK
+from txsql.planner.statements import ColumnSpec, IdentitySpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Functions whose value is not a function of the row: refused in generation expressions
+# (Delta's rule: deterministic built-ins only).
+_NON_DETERMINISTIC = frozenset(
+    {
+        "rand", "randn", "random", "uuid", "shuffle", "now", "current_timestamp",
+        "current_date", "localtimestamp", "current_timezone", "monotonically_increasing_id",
+        "spark_partition_id", "input_file_name", "unix_timestamp", "current_user", "user",
+        "session_user", "try_reflect", "reflect", "java_method", "raise_error",
+    }
+)  # fmt: skip
+
+
+def column_clause(spec: ColumnSpec, kind: exp.Expr) -> ColumnSpec | None:
+    """``spec`` with one GENERATED/IDENTITY/DEFAULT clause applied, or None if ``kind`` is
+    none of those."""
+    from dataclasses import replace
+
+    if isinstance(kind, exp.ComputedColumnConstraint):
+        return replace(spec, generated=kind.this.sql(SPARK))
+    if isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
+        if kind.args.get("expression") is not None:  # GENERATED ALWAYS AS (expr), old form
+            return replace(spec, generated=kind.args["expression"].sql(SPARK))
+        start = _integer(kind.args.get("start"), "START WITH", spec.name, 1)
+        step = _integer(kind.args.get("increment"), "INCREMENT BY", spec.name, 1)
+        if step == 0:
+            raise ConstraintDefinitionError(
+                f"identity column {spec.name}: INCREMENT BY 0 would repeat values",
+                hint="Use a non-zero step, e.g. INCREMENT BY 1.",
+            )
+        return replace(spec, identity=IdentitySpec(start, step, bool(kind.this)))
+    if isinstance(kind, exp.DefaultColumnConstraint):
+        return replace(spec, default=kind.this.sql(SPARK))
+    return None
+
+
+def _integer(node: exp.Expr | None, clause: str, column: str, default: int) -> int:
+    if node is None:
+        return default
+    negative = isinstance(node, exp.Neg)
+    literal = node.this if negative else node
+    if not (isinstance(literal, exp.Literal) and not literal.is_string):
+        raise SqlError(f"identity column {column}: {clause} needs an integer literal")
+    try:
+        value = int(str(literal.this))
+    except ValueError as exc:
+        raise SqlError(f"identity column {column}: {clause} needs an integer literal") from exc
+    return -value if negative else value
+
+
+def rule_metadata(spec: ColumnSpec) -> dict[str, Any]:
+    """The Delta field metadata for a column's GENERATED/IDENTITY/DEFAULT clauses.
+
+    >>> rule_metadata(ColumnSpec("id", "BIGINT", identity=IdentitySpec(5, 2, True)))
+    {'delta.identity.start': 5, 'delta.identity.step': 2, 'delta.identity.allowExplicitInsert': False}
+    """  # noqa: E501
+    meta: dict[str, Any] = {}
+    if spec.generated is not None:
+        meta[rules.GENERATION_KEY] = spec.generated
+    if spec.identity is not None:
+        meta[rules.IDENTITY_START] = spec.identity.start
+        meta[rules.IDENTITY_STEP] = spec.identity.step
+        meta[rules.IDENTITY_EXPLICIT] = not spec.identity.always
+    if spec.default is not None:
+        meta[rules.DEFAULT_KEY] = spec.default
+    return meta
+
+
+def check_column_rules(
+    spark: SparkSession,
+    columns: Sequence[ColumnSpec],
+    fields: list[dict[str, Any]],
+    partition_columns: Sequence[str],
+) -> None:
+    """Refuse rules Delta refuses: a clause combination, an identity that is not BIGINT or
+    is a partition column, a generation expression that is not deterministic, reads an
+    unknown, generated or identity column (or itself), or does not fit the column's type.
+
+    Raises:
+        ConstraintDefinitionError: with the column and the reason.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    computed = {c.name.lower() for c in columns if c.generated is not None or c.identity}
+    partitions = {p.lower() for p in partition_columns}
+    schema = StructType.fromJson({"type": "struct", "fields": fields})
+    empty = spark.createDataFrame([], schema)
+    for spec, field in zip(columns, fields):
+        clauses = [spec.generated is not None, spec.identity is not None, spec.default is not None]
+        if sum(clauses) > 1:
+            raise ConstraintDefinitionError(
+                f"column {spec.name} combines GENERATED, IDENTITY and DEFAULT clauses",
+                hint="Give a column at most one of them.",
+            )
+        if spec.identity is not None:
+            if field["type"] != "long":
+                raise ConstraintDefinitionError(
+                    f"identity column {spec.name} must be BIGINT, not {field['type']}",
+                    hint=f"Declare it as `{spec.name} BIGINT GENERATED ... AS IDENTITY`.",
+                )
+            if spec.name.lower() in partitions:
+                raise ConstraintDefinitionError(
+                    f"identity column {spec.name} cannot be a partition column",
+                    hint="Partition by another column.",
+                )
+        if spec.generated is not None:
+            _check_generation(spec, computed)
+            try:
+                empty.select(F.expr(spec.generated).cast(schema[field["name"]].dataType)).schema  # noqa: B018
+            except Exception as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise ConstraintDefinitionError(
+                    f"generated column {spec.name}: `{spec.generated}` does not apply to the "
+                    f"table's columns: {first}",
+                    hint="Write an expression over the table's other columns.",
+                ) from exc
+
+
+def _check_generation(spec: ColumnSpec, computed: set[str]) -> None:
+    assert spec.generated is not None
+    tree = exp.maybe_parse(spec.generated, dialect=SPARK)
+    for node in tree.walk():
+        name = ""
+        if isinstance(node, exp.Anonymous):
+            name = str(node.this).lower()
+        elif isinstance(node, exp.Func):
+            name = node.sql_name().lower()
+        if name in _NON_DETERMINISTIC or isinstance(
+            node, (exp.Rand, exp.CurrentDate, exp.CurrentTimestamp, exp.Uuid)
+        ):
+            raise ConstraintDefinitionError(
+                f"generated column {spec.name}: `{spec.generated}` is not deterministic",
+                hint="A generation expression must give the same value for the same row.",
+            )
+        if isinstance(node, (exp.AggFunc, exp.Subquery, exp.Select, exp.Window)):
+            raise ConstraintDefinitionError(
+                f"generated column {spec.name}: `{spec.generated}` uses an aggregate, window "
+                "or subquery",
+                hint="Use an expression over the same row's columns.",
+            )
+        if isinstance(node, exp.Column) and node.name.lower() in computed:
+            raise ConstraintDefinitionError(
+                f"generated column {spec.name} reads {node.name}, a generated or identity "
+                "column",
+                hint="Generation expressions may only read ordinary columns.",
+            )
+
+
+def replace_default_keyword(
+    values: exp.Values, target_columns: Sequence[str], schema_json: dict[str, Any], table: str
+) -> exp.Values:
+    """``VALUES (1, DEFAULT)`` with each DEFAULT replaced by its column's default (or NULL
+    for a column without one, as Spark does).
+
+    Raises:
+        ConstraintDefinitionError: DEFAULT for a generated or identity column (leave the
+            column out of the column list instead).
+    """
+    fields = {f["name"].lower(): f for f in schema_json.get("fields", [])}
+    out = values.copy()
+    for row in out.expressions:
+        items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        for i, item in enumerate(items):
+            if not _is_default(item) or i >= len(target_columns):
+                continue
+            field = fields.get(target_columns[i].lower(), {})
+            meta = field.get("metadata") or {}
+            if rules.GENERATION_KEY in meta or rules.identity_of(field.get("name", ""), meta):
+                raise ConstraintDefinitionError(
+                    f"DEFAULT given for {table}.{field['name']}, a generated or identity column",
+                    hint="Leave the column out of the INSERT column list; txsql computes it.",
+                )
+            sql = meta.get(rules.DEFAULT_KEY)
+            replacement = exp.maybe_parse(sql, dialect=SPARK) if sql else exp.null()
+            item.replace(exp.paren(replacement, copy=False) if sql else replacement)
+    return out
+
+
+def has_default_keyword(node: exp.Expr) -> bool:
+    return any(_is_default(n) for n in node.walk())
+
+
+def _is_default(node: exp.Expr) -> bool:
+    return (isinstance(node, exp.Var) and str(node.this).upper() == "DEFAULT") or (
+        isinstance(node, exp.Column) and not node.table and node.name.upper() == "DEFAULT"
+        and not node.this.args.get("quoted")
+    )  # fmt: skip

@@ -219,7 +219,8 @@ def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
     >>> upgrade_for_metadata(Protocol(1, 3), m)
     Protocol(min_reader_version=1, min_writer_version=3, reader_features=None, writer_features=None, extra=None)
     """  # noqa: E501
-    return with_features(protocol, writer=sorted(column_rules.features_used(metadata)))
+    used = column_rules.features_used(metadata) - {"allowColumnDefaults"}
+    return with_features(protocol, writer=sorted(used))
 
 
 def upgrade_note(old: Protocol, new: Protocol) -> str:

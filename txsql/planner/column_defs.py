@@ -127,6 +127,17 @@ def check_column_rules(
                     f"identity column {spec.name} cannot be a partition column",
                     hint="Partition by another column.",
                 )
+        if spec.default is not None:
+            try:  # a relation with no nameable column: a default may not read columns
+                one = spark.sql("SELECT 1")
+                one.select(F.expr(spec.default).cast(schema[field["name"]].dataType)).schema  # noqa: B018
+            except Exception as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise ConstraintDefinitionError(
+                    f"DEFAULT {spec.default} for column {spec.name} is not a valid default: "
+                    f"{first}",
+                    hint="A default is a literal or a function of no columns, e.g. DEFAULT 0.",
+                ) from exc
         if spec.generated is not None:
             _check_generation(spec, computed)
             try:

@@ -168,7 +168,8 @@ def check_default(ctx: RunContext, schema_json: dict[str, Any], column: str, sql
 
     types = {f.name.lower(): f.dataType for f in StructType.fromJson(schema_json).fields}
     try:
-        value = ctx.spark.range(1).select(F.expr(sql).cast(types[column.lower()]))
+        # A one-row relation with no nameable column: a default that reads a column fails.
+        value = ctx.spark.sql("SELECT 1").select(F.expr(sql).cast(types[column.lower()]))
         value.schema  # noqa: B018 - analysis happens here: unknown columns fail it
     except Exception as exc:
         raise ConstraintDefinitionError(

@@ -25,7 +25,12 @@ def _meta(fields: list[dict[str, Any]], conf: dict[str, str] | None = None) -> M
 
 
 def _field(name: str, meta: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-    return {"name": name, "type": "long", "nullable": kw.get("nullable", True), "metadata": meta or {}}
+    return {
+        "name": name,
+        "type": "long",
+        "nullable": kw.get("nullable", True),
+        "metadata": meta or {},
+    }
 
 
 IDENTITY = {

@@ -10,6 +10,7 @@ from tests.fixture_paths import find_fixtures
 from txsql.errors import UnsupportedFeatureError
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.codec import decode_commit
+from txsql.log.column_rules import column_rules
 from txsql.log.features import (
     READER_FEATURES_SUPPORTED,
     READER_WRITER_FEATURES,
@@ -23,7 +24,6 @@ from txsql.log.features import (
     with_features,
     writer_features,
 )
-from txsql.log.column_rules import column_rules
 
 FIXTURES = find_fixtures()
 COMMIT_NAME = re.compile(r"\d{20}\.json")
@@ -129,7 +129,9 @@ def test_unknown_writer_features_refused_even_if_unused() -> None:
 
 def test_invariants_in_schema_are_writable_and_enforced() -> None:
     invariant = '{\\"expression\\":{\\"expression\\":\\"x > 3\\"}}'
-    schema = EMPTY_SCHEMA.replace('"metadata":{}', f'"metadata":{{"delta.invariants":"{invariant}"}}')
+    schema = EMPTY_SCHEMA.replace(
+        '"metadata":{}', f'"metadata":{{"delta.invariants":"{invariant}"}}'
+    )
     check_writable(Protocol(1, 2), _meta(schema=schema))
     rules = column_rules(_meta(schema=schema))
     assert [(c.expression) for c in rules.checks] == ["x > 3"]

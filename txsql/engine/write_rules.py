@@ -164,8 +164,11 @@ def _violations(
         yield F.col(ref).isNull(), _NOT_NULL, ".".join(path), "NOT NULL"
     for check in rules.checks:
         condition = _expr(check.expression, f"constraint {check.name}")
-        yield ~F.coalesce(condition.cast("boolean"), F.lit(False)), _CHECK, check.name, (
-            check.expression
+        yield (
+            ~F.coalesce(condition.cast("boolean"), F.lit(False)),
+            _CHECK,
+            check.name,
+            (check.expression),
         )
 
 
@@ -191,7 +194,9 @@ def _guard(df: DataFrame, violations: list[tuple[Column, str, str, str]]) -> Dat
     )
     guarded: Any = F
     for condition, kind, name, text in violations:
-        message = F.concat(F.lit(f"{_MARKER}{kind}{_SEP}{name}{_SEP}{text}{_SEP}"), row, F.lit(_SEP))
+        message = F.concat(
+            F.lit(f"{_MARKER}{kind}{_SEP}{name}{_SEP}{text}{_SEP}"), row, F.lit(_SEP)
+        )
         guarded = guarded.when(condition, F.raise_error(message))
     column = guarded.otherwise(F.col(quote(first)))
     return df.withColumn(first, column)

@@ -71,7 +71,9 @@ class ColumnRules:
 
     @property
     def empty(self) -> bool:
-        return not (self.checks or self.not_null or self.generated or self.defaults or self.identity)
+        return not (
+            self.checks or self.not_null or self.generated or self.defaults or self.identity
+        )
 
     def filled_columns(self) -> frozenset[str]:
         """Lower-cased columns a write may omit because the writer computes them."""
@@ -104,7 +106,7 @@ def _invariant(column: str, raw: Any) -> Check:
     except (ValueError, KeyError, TypeError) as exc:
         raise SchemaError(
             f"column {column} has an invariant txsql cannot read: {raw!r}",
-            hint="Delta stores invariants as {\"expression\":{\"expression\":\"<SQL>\"}}.",
+            hint='Delta stores invariants as {"expression":{"expression":"<SQL>"}}.',
         ) from exc
     return Check(f"invariant on {column}", str(expression))
 

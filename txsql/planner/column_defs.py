@@ -153,7 +153,7 @@ def check_column_rules(
 
 def _check_generation(spec: ColumnSpec, computed: set[str]) -> None:
     assert spec.generated is not None
-    tree = exp.maybe_parse(spec.generated, dialect=SPARK)
+    tree: exp.Expr = exp.maybe_parse(spec.generated, dialect=SPARK)
     for node in tree.walk():
         name = ""
         if isinstance(node, exp.Anonymous):
@@ -175,8 +175,7 @@ def _check_generation(spec: ColumnSpec, computed: set[str]) -> None:
             )
         if isinstance(node, exp.Column) and node.name.lower() in computed:
             raise ConstraintDefinitionError(
-                f"generated column {spec.name} reads {node.name}, a generated or identity "
-                "column",
+                f"generated column {spec.name} reads {node.name}, a generated or identity column",
                 hint="Generation expressions may only read ordinary columns.",
             )
 

@@ -78,7 +78,11 @@ def conform_to_schema(
         if inserting and source_name is not None and computed.get(field.name.lower()) == "always":
             raise IdentityColumnError(
                 f"cannot write {table}.{field.name}: it is a GENERATED ALWAYS identity column"
-                + ("" if columns is not None else " (INSERT without a column list gives it a value)")
+                + (
+                    ""
+                    if columns is not None
+                    else " (INSERT without a column list gives it a value)"
+                )
             )
         if source_name is None:
             value = F.lit(None).cast(field.dataType)

@@ -149,8 +149,7 @@ def require_defaults_feature(protocol: Protocol, table: str) -> None:
     if "allowColumnDefaults" in features.writer_features(protocol):
         return
     raise UnsupportedFeatureError(
-        f"column defaults need the table feature allowColumnDefaults, which {table} does not "
-        "have",
+        f"column defaults need the table feature allowColumnDefaults, which {table} does not have",
         hint="Enable it first: ALTER TABLE t SET TBLPROPERTIES "
         "('delta.feature.allowColumnDefaults' = 'supported') (or put it in the CREATE TABLE "
         "TBLPROPERTIES); this upgrades the protocol to writer version 7.",

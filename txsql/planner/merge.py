@@ -144,9 +144,7 @@ def _write_new_rows(
     fitted = conform_to_schema(
         mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table
     )
-    return write_data_files(
-        ctx.spark, fitted, snapshot.table_root, snapshot.metadata, rewrite=True
-    )
+    return write_data_files(ctx.spark, fitted, snapshot.table_root, snapshot.metadata, rewrite=True)
 
 
 def _remove_files(root: str, adds: list[AddFile]) -> None:

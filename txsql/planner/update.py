@@ -84,7 +84,11 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 with counting_jobs() as write_jobs:
                     adds = count_job(
                         lambda: write_data_files(
-                            ctx.spark, new_rows, snapshot.table_root, snapshot.metadata, rewrite=True
+                            ctx.spark,
+                            new_rows,
+                            snapshot.table_root,
+                            snapshot.metadata,
+                            rewrite=True,
                         )
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]

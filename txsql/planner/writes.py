@@ -204,9 +204,7 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     txn = ctx.transaction(log)
     snapshot = txn.current_snapshot()
     assert snapshot is not None
-    conformed = conform_to_schema(
-        df, snapshot.schema_json, list(df.columns), table, inserting=True
-    )
+    conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
     adds = write_data_files(ctx.spark, conformed, snapshot.table_root, snapshot.metadata)
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}

@@ -129,6 +129,13 @@ def test_identity_values_unique_and_high_water_mark_committed(session: txsql.Ses
     rows = _rows(s, "SELECT id, v FROM t")
     assert [r[0] for r in rows] == [10, 15, 20, 25, 30]
     assert duckdb_rows(log.table_root, log.latest_version(), "id, v") == rows
+    # Moving the high-water mark is no schema change for a writer that hands out no ids:
+    # a DELETE interleaved with an identity INSERT commits too (as in Delta).
+    deleter = s.begin()
+    deleter.sql("DELETE FROM t WHERE v = 'a'")
+    s.sql("INSERT INTO t (v) VALUES ('r')")
+    deleter.commit()
+    assert [r[0] for r in _rows(s, "SELECT id, v FROM t")] == [15, 20, 25, 30, 35]
 
 
 def test_identity_by_default_accepts_explicit_values(session: txsql.Session) -> None:

@@ -77,6 +77,7 @@ def write_data_files(
     max_records_per_file: int | None = None,
     enforce: bool = True,
     rewrite: bool = False,
+    identity: bool = False,
 ) -> list[AddFile]:
     """Write ``df`` as new data files of the table described by ``metadata``.
 
@@ -93,6 +94,8 @@ def write_data_files(
             and generated values. False only for copies of committed rows (OPTIMIZE).
         rewrite: ``df`` holds rows changed by UPDATE/MERGE: generated columns are
             recomputed from the new values rather than checked.
+        identity: Hand out values for omitted identity columns; the caller must commit
+            the new high-water marks (:func:`write_rules.generated_high_water_marks`).
 
     Returns:
         One ``add`` per file, sorted by path: relative URI-encoded path, size,
@@ -113,7 +116,7 @@ def write_data_files(
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     if enforce:
-        df = apply_write_rules(df, metadata, rewrite=rewrite)
+        df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
     projected = df.select(_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)

@@ -188,7 +188,7 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
         # A VALUES list is a handful of rows on the driver, which Spark spreads over one task
         # per core: a tiny file each. One task writes one file and is measurably faster.
         df = df.coalesce(1)
-    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
+    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
@@ -205,7 +205,8 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     snapshot = txn.current_snapshot()
     assert snapshot is not None
     conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
-    adds = write_data_files(ctx.spark, conformed, snapshot.table_root, snapshot.metadata)
+    root, metadata = snapshot.table_root, snapshot.metadata
+    adds = write_data_files(ctx.spark, conformed, root, metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))

@@ -69,12 +69,15 @@ def test_rules_written_by_deltalake_hold_on_every_txsql_write(spark: Any, tmp_pa
             "x_pos",
         ),
     ]
+    files = sorted(Path(path).rglob("*.parquet"))
     for sql, error, shown in failing:
         with pytest.raises(error) as info:
             s.sql(sql)
         assert shown in info.value.message, (sql, info.value.message)
         assert "wrote nothing" in info.value.message
     assert log.latest_version() == version  # no failed statement committed anything
+    assert sorted(Path(path).rglob("*.parquet")) == files  # nor left a file behind
+    assert not (Path(path) / "_txsql_staging").exists()
     assert _rows(s, ref) == expected
     assert deltalake_rows(path, version, "id, x, y") == expected
     assert duckdb_rows(path, version, "id, x, y") == expected

@@ -20,6 +20,7 @@ from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.errors import (
     CheckConstraintViolationError,
     GeneratedColumnMismatchError,
+    IdentityColumnError,
     NotNullViolationError,
 )
 from txsql.log.deltalog import DeltaLog
@@ -84,3 +85,30 @@ def test_rules_written_by_deltalake_hold_on_every_txsql_write(spark: Any, tmp_pa
     # deltalake enforces the same rules itself and still accepts writes after ours.
     write_deltalake(path, pa.table({"id": [10], "x": [1], "y": [2]}), mode="append")
     assert _rows(s, ref) == sorted([*expected, (10, 1, 2)])
+
+
+def test_identity_column_of_a_deltalake_table_hands_out_unique_values(
+    spark: Any, tmp_path: Path
+) -> None:
+    """delta-rs writes identity metadata (legacy writer 6, allowExplicitInsert as a string)."""
+    path = str(tmp_path / "ids")
+    identity = {
+        "delta.identity.start": 100,
+        "delta.identity.step": 10,
+        "delta.identity.allowExplicitInsert": False,
+    }
+    schema = Schema(
+        [Field("id", PrimitiveType("long"), metadata=identity), Field("v", PrimitiveType("string"))]
+    )
+    DeltaTable.create(path, schema=schema, configuration={"delta.minWriterVersion": "6"})
+    s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
+    ref = f"delta.`{path}`"
+    s.sql(f"INSERT INTO {ref} (v) VALUES ('a'), ('b')")
+    s.sql(f"INSERT INTO {ref} (v) VALUES ('c')")
+    with pytest.raises(IdentityColumnError):
+        s.sql(f"INSERT INTO {ref} VALUES (1, 'x')")
+    expected = [(100, "a"), (110, "b"), (120, "c")]
+    version = DeltaLog.for_path(path).latest_version()
+    assert deltalake_rows(path, version, "id, v") == expected
+    field = DeltaTable(path).schema().fields[0]
+    assert int(field.metadata["delta.identity.highWaterMark"]) == 120

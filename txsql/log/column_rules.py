@@ -146,9 +146,18 @@ def identity_of(column: str, meta: Mapping[str, Any]) -> Identity | None:
         column,
         int(meta[IDENTITY_START]),
         step,
-        bool(meta[IDENTITY_EXPLICIT]),
+        _flag(meta[IDENTITY_EXPLICIT]),
         None if hwm is None else int(hwm),
     )
+
+
+def _flag(value: Any) -> bool:
+    """A JSON boolean; delta-rs writes ``allowExplicitInsert`` as the string "false".
+
+    >>> _flag("false"), _flag(True), _flag("TRUE")
+    (False, True, True)
+    """
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
 
 
 def column_rules(metadata: Metadata) -> ColumnRules:

@@ -86,7 +86,20 @@ def test_defaults_need_the_feature_and_fill_omitted_columns(session: txsql.Sessi
     s.sql("INSERT INTO t (id) VALUES (4)")
     s.sql("ALTER TABLE t ALTER COLUMN status DROP DEFAULT")
     s.sql("INSERT INTO t (id) VALUES (5)")
-    expected = [(1, "new", None), (2, "new", None), (3, "old", None), (4, "new", 7), (5, None, 7)]
+    s.sql("ALTER TABLE t ALTER COLUMN status SET DEFAULT 'merged'")
+    s.sql(
+        "MERGE INTO t USING (SELECT 6 AS id UNION ALL SELECT 1) src ON t.id = src.id "
+        "WHEN MATCHED THEN UPDATE SET n = DEFAULT "
+        "WHEN NOT MATCHED THEN INSERT (id) VALUES (src.id)"
+    )
+    expected = [
+        (1, "new", 7),
+        (2, "new", None),
+        (3, "old", None),
+        (4, "new", 7),
+        (5, None, 7),
+        (6, "merged", 7),
+    ]
     assert _rows(s, "SELECT id, status, n FROM t") == expected
     version = log.latest_version()
     assert duckdb_rows(log.table_root, version, "id, status, n") == expected

@@ -17,7 +17,7 @@ from sqlglot import exp
 from txsql.errors import ConstraintDefinitionError, SqlError
 from txsql.log import column_rules as rules
 from txsql.planner.dialect import SPARK
-from txsql.planner.statements import ColumnSpec, IdentitySpec
+from txsql.planner.statements import ColumnSpec, IdentitySpec, Merge
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -219,3 +219,50 @@ def _is_default(node: exp.Expr) -> bool:
         isinstance(node, exp.Column) and not node.table and node.name.upper() == "DEFAULT"
         and not node.this.args.get("quoted")
     )  # fmt: skip
+
+
+def merge_with_defaults(merge: Merge, schema_json: dict[str, Any]) -> Merge:
+    """MERGE with column defaults applied: an INSERT clause's column list gains the omitted
+    columns that have a default, and ``DEFAULT`` in VALUES / UPDATE SET becomes the default.
+
+    Generated columns need nothing here (the write recomputes them); identity columns
+    cannot be handed out by MERGE (the write refuses a NULL one).
+    """
+    from dataclasses import replace
+
+    fields = schema_json.get("fields", [])
+    defaults = {
+        f["name"].lower(): (f["name"], (f.get("metadata") or {}).get(rules.DEFAULT_KEY))
+        for f in fields
+    }
+    if not any(sql for _, sql in defaults.values()):
+        return merge
+    clauses = []
+    for clause in merge.clauses:
+        if clause.values is None:  # INSERT * / UPDATE SET *: every column from the source
+            clauses.append(clause)
+            continue
+        names = clause.columns or tuple(f["name"] for f in fields)
+        values = [_default_for(v, defaults.get(n.lower())) for n, v in zip(names, clause.values)]
+        columns = list(names) if clause.columns is not None else None
+        if clause.action == "insert" and columns is not None:
+            listed = {c.lower() for c in columns}
+            for name, sql in defaults.values():
+                if sql and name.lower() not in listed:
+                    columns.append(name)
+                    values.append(exp.paren(exp.maybe_parse(sql, dialect=SPARK), copy=False))
+        clauses.append(
+            replace(
+                clause,
+                columns=None if columns is None else tuple(columns),
+                values=tuple(values),
+            )
+        )
+    return replace(merge, clauses=tuple(clauses))
+
+
+def _default_for(value: exp.Expr, default: tuple[str, str | None] | None) -> exp.Expr:
+    if not _is_default(value):
+        return value
+    sql = default[1] if default else None
+    return exp.paren(exp.maybe_parse(sql, dialect=SPARK), copy=False) if sql else exp.null()

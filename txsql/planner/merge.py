@@ -41,6 +41,7 @@ from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
 from txsql.planner import merge_exec as mx
+from txsql.planner.column_defs import merge_with_defaults
 from txsql.planner.conform import conform_to_schema
 from txsql.planner.context import RunContext
 from txsql.planner.dv_writes import DeletionOutcome, mark_rows_deleted
@@ -80,7 +81,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     assert snapshot is not None  # existing_log guarantees a committed version
     source, _ = query_dataframe(ctx, statement.source, txn)
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
-    plan = plan_merge(statement, columns, source.columns)
+    plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))

@@ -85,7 +85,7 @@ def first_statement(warehouse: str, think: float) -> dict[str, float]:
 
 
 def warm_inserts(warehouse: str) -> dict[str, Any]:
-    import txsql.planner.writes as writes
+    import txsql.planner.operations.writes as writes
     from txsql.engine.spark import local_session
     from txsql.planner.context import RunContext
     from txsql.session import Session

@@ -24,8 +24,8 @@ from pyroaring import BitMap64
 
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
 from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol
+from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.retention import cleanup_after_commit
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import sync_files
 from txsql.storage.filesystem import LocalFileIO

@@ -382,7 +382,7 @@ def test_lost_newest_commit_is_detected_by_its_checksum(session: object) -> None
 def test_log_cleanup_keeps_commits_a_damaged_checkpoint_cannot_replace(
     damage: Damage, pristine: Path, tmp_path: Path
 ) -> None:
-    from txsql.planner.retention import cleanup_expired_logs
+    from txsql.log.cleanup import cleanup_expired_logs
 
     root = _copy(pristine, tmp_path)
     damage(root)

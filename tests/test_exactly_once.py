@@ -159,7 +159,7 @@ def test_a_concurrent_duplicate_that_wins_makes_ours_skip(
     s: txsql.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two writers run the same batch; the one committing second skips (its files orphaned)."""
-    import txsql.planner.writes as writes
+    import txsql.planner.operations.writes as writes
 
     other = txsql.Session(spark=s.spark, warehouse=s.warehouse).table("sink")
     original = writes.write_data_files

@@ -54,3 +54,24 @@ def test_no_jvm_internals_in_core_paths(layer: str) -> None:
         tree = ast.parse(path.read_text())
         used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert not used & set(JVM_INTERNALS), f"{path.relative_to(PACKAGE)} uses JVM internals"
+
+
+# Inside the planner: text -> statements (sql) sits below the shared DML machinery (dml),
+# which sits below one module per statement (operations), which the registry lists.
+PLANNER_ORDER = ("sql", "dml", "operations", "registry")
+
+
+@pytest.mark.parametrize("part", PLANNER_ORDER[:-1])
+def test_planner_parts_point_down(part: str) -> None:
+    above = {f"txsql.planner.{p}" for p in PLANNER_ORDER[PLANNER_ORDER.index(part) + 1 :]}
+    for path in sorted((PACKAGE / "planner" / part).rglob("*.py")):
+        bad = [n for n in _imports(path) if any(n == a or n.startswith(a + ".") for a in above)]
+        assert not bad, f"{path.relative_to(PACKAGE)} imports upper planner parts {bad}"
+
+
+def test_planner_sql_builds_statements_without_spark() -> None:
+    # Statements must be buildable (and testable) with sqlglot alone.
+    for path in sorted((PACKAGE / "planner" / "sql").rglob("*.py")):
+        bad = [n for n in _imports(path) if n.split(".")[0] in ("pyspark", "IPython")]
+        bad += [n for n in _imports(path) if n.startswith("txsql.engine")]
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"

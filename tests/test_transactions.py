@@ -226,15 +226,15 @@ def test_interrupted_statement_aborts_the_transaction(
     s: txsql.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A statement stopped mid-way (Ctrl-C in a notebook) may have staged part of its work."""
-    import txsql.session as session_module
-    from txsql.planner.statements import Delete
+    from txsql.planner import registry
+    from txsql.planner.sql.statements import Delete
 
     def interrupted(*_: object) -> txsql.Result:
         raise KeyboardInterrupt
 
     tx = s.begin()
     tx.sql("INSERT INTO t VALUES (2)")
-    monkeypatch.setitem(session_module._RUNNERS, Delete, interrupted)
+    monkeypatch.setitem(registry.STATEMENTS, Delete, registry.Entry(interrupted))
     with pytest.raises(KeyboardInterrupt):
         tx.sql("DELETE FROM t WHERE id = 1")
     with pytest.raises(TransactionAbortedError, match=r"statement 2.*KeyboardInterrupt"):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from txsql import errors
+from txsql.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["Result", "Session", "Table", "__version__", "errors", "load_ipython_extension"]
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from txsql import __version__
+from txsql.version import __version__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,39 +5,24 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.failures import typed_engine_error
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
-from txsql.planner.build import build_statement
+from txsql.planner import registry
 from txsql.planner.catalog import Catalog
-from txsql.planner.command_runners import COMMAND_RUNNERS
 from txsql.planner.context import ExplicitTransaction, RunContext
-from txsql.planner.delete import run_delete
-from txsql.planner.explain import run_explain
-from txsql.planner.history import run_describe_history
 from txsql.planner.idempotent import AppWrite, StatementSkipped, run_idempotent
-from txsql.planner.merge import run_merge
-from txsql.planner.params import bind_parameters
-from txsql.planner.query import run_query
-from txsql.planner.script import ParsedStatement, parse_script
-from txsql.planner.statements import (
+from txsql.planner.sql.build import build_statement
+from txsql.planner.sql.params import bind_parameters
+from txsql.planner.sql.script import ParsedStatement, parse_script
+from txsql.planner.sql.statements import (
     Begin,
     Commit,
-    CreateTable,
-    Delete,
-    DescribeHistory,
-    Explain,
-    InsertInto,
-    Merge,
-    Query,
     Rollback,
     Statement,
-    Update,
 )
-from txsql.planner.update import run_update
-from txsql.planner.writes import run_create_table, run_insert
 from txsql.result import Result
 from txsql.table import Table
 from txsql.txn.isolation import IsolationLevel
@@ -47,18 +32,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_WAREHOUSE = "txsql-warehouse"
-
-_RUNNERS: dict[type, Callable[[RunContext, Any, str], Result]] = {
-    CreateTable: run_create_table,
-    InsertInto: run_insert,
-    Query: run_query,
-    DescribeHistory: run_describe_history,
-    Merge: run_merge,
-    Delete: run_delete,
-    Update: run_update,
-    Explain: run_explain,
-    **COMMAND_RUNNERS,
-}
 
 
 class Session:
@@ -164,7 +137,7 @@ class Session:
 
     def table(self, name_or_path: str) -> Table:
         """A handle on a table by name, ``delta.`/path``` or a plain path."""
-        return Table(self, name_or_path)
+        return Table(self._context, name_or_path)
 
     def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
         started = time.perf_counter()
@@ -180,7 +153,7 @@ class Session:
             else:
                 if explicit is not None:
                     _refuse_if_aborted(explicit)
-                result = _RUNNERS[type(statement)](context, statement, source.text)
+                result = registry.runner(type(statement))(context, statement, source.text)
         except TxSqlError as e:
             e.locate(source.text, source.line, source.column)
             if not control:

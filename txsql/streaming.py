@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from txsql.planner.idempotent import AppWrite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from txsql.table import Table
+    from txsql.result import Result
 
 logger = logging.getLogger(__name__)
 
 
-def foreach_batch_writer(table: Table, app_id: str) -> Callable[[DataFrame, int], None]:
+class Appendable(Protocol):
+    """What a batch writer needs of its table (:class:`txsql.Table` is one)."""
+
+    def append(
+        self, df: DataFrame, *, app_id: str | None = None, app_version: int | None = None
+    ) -> Result: ...
+
+
+def foreach_batch_writer(table: Appendable, app_id: str) -> Callable[[DataFrame, int], None]:
     """Return ``fn(batch_df, batch_id)`` for ``writeStream.foreachBatch``.
 
     Args:
@@ -31,8 +41,6 @@ def foreach_batch_writer(table: Table, app_id: str) -> Callable[[DataFrame, int]
     Returns:
         A function appending each micro-batch with ``app_version=batch_id``.
     """
-    from txsql.planner.idempotent import AppWrite
-
     AppWrite.from_args(app_id, 0)  # validate now, not at the first batch
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:

@@ -8,18 +8,21 @@ from typing import TYPE_CHECKING, Any
 from txsql.engine.scan import scan_snapshot
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
-from txsql.planner.build import table_ref
 from txsql.planner.catalog import sql_string
-from txsql.planner.history import history_dataframe
-from txsql.planner.script import parse_statement, split_statements
-from txsql.planner.statements import TableRef
+from txsql.planner.context import RunContext
+from txsql.planner.idempotent import AppWrite, StatementSkipped
+from txsql.planner.operations.describe import history_dataframe
+from txsql.planner.operations.writes import append_dataframe
+from txsql.planner.sql.nodes import table_ref
+from txsql.planner.sql.script import parse_statement, split_statements
+from txsql.planner.sql.statements import TableRef
+from txsql.streaming import foreach_batch_writer
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
 
     from txsql.result import Result
-    from txsql.session import Session
 
 
 class Table:
@@ -29,18 +32,20 @@ class Table:
     unless a version or timestamp is given.
     """
 
-    def __init__(self, session: Session, name_or_path: str) -> None:
-        self._session = session
+    def __init__(self, context: RunContext, name_or_path: str) -> None:
+        # The session's run context (Spark, catalog, commit attempts), not the session:
+        # a Table reads and appends, it never runs SQL statements.
+        self._context = context
         self.ref = _parse_ref(name_or_path)
         self.name = self.ref.display
 
     @property
     def log(self) -> DeltaLog:
-        return self._session.catalog.existing_log(self.ref)
+        return self._context.catalog.existing_log(self.ref)
 
     @property
     def location(self) -> str:
-        return self._session.catalog.location(self.ref)
+        return self._context.catalog.location(self.ref)
 
     def version(self) -> int:
         """The newest committed version."""
@@ -55,15 +60,15 @@ class Table:
             version=version,
             timestamp=None if timestamp is None else sql_string(str(timestamp)),
         )
-        return self._session.catalog.snapshot(ref, self._session.spark)
+        return self._context.catalog.snapshot(ref, self._context.spark)
 
     def history(self, limit: int | None = None) -> DataFrame:
         """DESCRIBE HISTORY as a Spark DataFrame (newest first, Delta's column names)."""
-        return history_dataframe(self._session.spark, self.log, limit)
+        return history_dataframe(self._context.spark, self.log, limit)
 
     def to_spark(self, version: int | None = None, timestamp: Any = None) -> DataFrame:
         """The table's rows at the newest version, a version, or a timestamp."""
-        return scan_snapshot(self._session.spark, self.snapshot(version, timestamp))
+        return scan_snapshot(self._context.spark, self.snapshot(version, timestamp))
 
     def to_pandas(self, version: int | None = None, timestamp: Any = None) -> pd.DataFrame:
         return self.to_spark(version, timestamp).toPandas()
@@ -82,12 +87,8 @@ class Table:
         that version of the app (or a newer one) nothing is written and the Result's
         ``message`` says so; otherwise the commit records it in a ``txn`` action.
         """
-        from txsql.planner.context import RunContext
-        from txsql.planner.idempotent import AppWrite, StatementSkipped
-        from txsql.planner.writes import append_dataframe
-
         app = AppWrite.from_args(app_id, app_version)
-        base = self._session._context
+        base = self._context
         # Its own autocommit context: an append never joins a SQL BEGIN of the session.
         ctx = RunContext(base.spark, base.catalog, base.max_commit_attempts, app=app)
         import pandas as pd
@@ -110,8 +111,6 @@ class Table:
         table); the batch id is the app version, so a batch replayed after a restart is
         skipped.
         """
-        from txsql.streaming import foreach_batch_writer
-
         return foreach_batch_writer(self, app_id)
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ import pytest
 import txsql
 import txsql.errors as errors
 from txsql.engine.failures import typed_engine_error
-from txsql.planner.script import parse_script
+from txsql.planner.sql.script import parse_script
 
 WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
@@ -57,7 +57,8 @@ def test_unrecognised_failures_are_left_alone() -> None:
 
 def test_every_error_class_is_exported_by_txsql_errors() -> None:
     from txsql.magics import errors as magic_errors
-    from txsql.planner import guards, restore, vacuum
+    from txsql.planner.operations import restore, vacuum
+    from txsql.txn import guards
 
     defined = [
         v
@@ -142,8 +143,8 @@ def test_long_or_chain_is_one_flat_predicate() -> None:
     import sqlglot
 
     from txsql.log.predicates import Or, is_deterministic, split_predicate
-    from txsql.planner.dialect import DIALECT
-    from txsql.planner.predicates import to_predicate
+    from txsql.planner.sql.dialect import DIALECT
+    from txsql.planner.sql.predicates import to_predicate
 
     chain = " OR ".join(f"(id = {i})" for i in range(5000))
     condition = sqlglot.parse_one(f"SELECT 1 WHERE {chain}", read=DIALECT).args["where"].this

@@ -85,7 +85,7 @@ def test_round_trip_equals_replayed_state() -> None:
     info = write_checkpoint(store, snap)
     ref = CheckpointRef(1, "checkpoint", (f"{1:020d}.checkpoint.parquet",))
     state = ReplayState()
-    state.apply(read_checkpoint(store, ref))
+    state.apply(read_checkpoint(store, ref.files))
     back = state.snapshot("/t", 1)
     assert _by_key(back.files) == _by_key(snap.files)  # dataclass equality, field by field
     assert back.protocol == snap.protocol and back.metadata == snap.metadata
@@ -205,11 +205,11 @@ def test_fixture_checkpoints_read(fixtures_dir: Path) -> None:
     store = LogStore(str(golden / "multi-part-checkpoint"), LocalFileIO())
     seg = find_segment(store)
     assert seg.checkpoint is not None
-    actions = read_checkpoint(store, seg.checkpoint)
+    actions = read_checkpoint(store, seg.checkpoint.files)
     assert sum(isinstance(a, AddFile) for a in actions) == 10  # numOfAddFiles in the hint
     store = LogStore(str(golden / "dv-partitioned-with-checkpoint"), LocalFileIO())
     ref = CheckpointRef(10, "checkpoint", (f"{10:020d}.checkpoint.parquet",))
-    adds = [a for a in read_checkpoint(store, ref) if isinstance(a, AddFile)]
+    adds = [a for a in read_checkpoint(store, ref.files) if isinstance(a, AddFile)]
     assert adds and all(a.extra is None for a in adds)  # partitionValues_parsed not leaked
     # 50 rows minus the 10 deleted by v10, counted from stats and DV cardinalities
     physical = sum(json.loads(a.stats or "{}")["numRecords"] for a in adds)

@@ -22,8 +22,8 @@ from txsql.log.actions import (
     Sidecar,
 )
 from txsql.log.codec import action_from_checkpoint_row, action_to_checkpoint_row, decode_commit
-from txsql.log.segment import SIDECAR_DIR, CheckpointRef
 from txsql.storage.logstore import LogStore
+from txsql.storage.paths import SIDECAR_DIR
 
 # Columns a reader needs, in the order actions are replayed (non-file actions first).
 ACTION_COLUMNS = (
@@ -179,10 +179,10 @@ def _sidecar_file(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def read_checkpoint(store: LogStore, ref: CheckpointRef) -> list[Action]:
-    """All actions of a checkpoint: every part, plus the file actions of its sidecars."""
+def read_checkpoint(store: LogStore, files: Iterable[str]) -> list[Action]:
+    """All actions of a checkpoint (its part ``files``), plus the file actions of its sidecars."""
     actions: list[Action] = []
-    for name in ref.files:
+    for name in files:
         actions.extend(read_checkpoint_file(store, name))
     sidecars = [_sidecar_file(a.path) for a in actions if isinstance(a, Sidecar)]
     for side in sidecars:

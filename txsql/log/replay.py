@@ -171,7 +171,7 @@ def replay_segment(store: LogStore, segment: LogSegment) -> tuple[Snapshot, Repl
     """
     state = ReplayState()
     if segment.checkpoint is not None:
-        state.apply(read_checkpoint(store, segment.checkpoint))
+        state.apply(read_checkpoint(store, segment.checkpoint.files))
     return _replay_rest(store, segment, state), state
 
 
@@ -201,7 +201,7 @@ def _replay_checked(
     cp = segment.checkpoint
     if cp is not None:
         try:
-            state.apply(read_checkpoint(store, cp))
+            state.apply(read_checkpoint(store, cp.files))
         except (CorruptLogError, pa.ArrowException, OSError, ValueError, KeyError, TypeError) as e:
             why = e.message if isinstance(e, CorruptLogError) else str(e)
             raise _CheckpointUnusable(f"checkpoint {cp.files[0]} is unreadable: {why}") from e

@@ -21,11 +21,11 @@ from txsql.errors import (
     TableNotFoundError,
     VersionNotFoundError,
 )
+from txsql.log.checkpoint_read import read_sidecar_names
 from txsql.storage.filesystem import FileStatus
 from txsql.storage.logstore import LogStore
-from txsql.storage.paths import LAST_CHECKPOINT, classify_log_file
+from txsql.storage.paths import LAST_CHECKPOINT, SIDECAR_DIR, classify_log_file
 
-SIDECAR_DIR = "_sidecars"
 # Version checksum files (``checksum.py`` reads them; listed here so one listing serves all).
 _CHECKSUM = re.compile(r"^(\d{20})\.crc$")
 
@@ -167,8 +167,6 @@ def _v2_sidecars(store: LogStore, listing: LogListing, name: str) -> tuple[str, 
     if isinstance(v2, dict) and v2.get("path") == name:
         files = v2.get("sidecarFiles") or []
         return tuple(str(f["path"]).rsplit("/", 1)[-1] for f in files if isinstance(f, dict))
-    from txsql.log.checkpoint_read import read_sidecar_names  # local: checkpoint imports segment
-
     try:
         return read_sidecar_names(store, name)
     except (CorruptLogError, FileNotFoundError):

@@ -15,7 +15,6 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config.configurable import Configurable
 
-from txsql import __version__
 from txsql.engine.spark import BackgroundStart, wants_background_start, warm_session
 from txsql.errors import CommitConflictError, TxSqlError
 from txsql.magics.conflict import ConflictCard
@@ -33,6 +32,7 @@ from txsql.magics.runner import CellRun, render_sql, run_sql
 from txsql.magics.sessions import NamedSessions
 from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
+from txsql.version import __version__
 
 SUBCOMMANDS = ("history", "diff", "sessions", "tables")
 
@@ -281,7 +281,7 @@ class TxSqlMagics(Magics, TxSql):
             raise MagicUsageError(f"{name} needs a table", hint=f"e.g. %txsql {name} orders")
         limit = self._limit(options)
         if name == "history":
-            from txsql.planner.history import history_rows
+            from txsql.planner.operations.describe import history_rows
 
             table = session.table(" ".join(args))
             rows = history_rows(table.log, None if limit is None else limit + 1)
@@ -343,7 +343,7 @@ def _warm_for_notebook(spark: Any, keep_going: Callable[[], bool]) -> None:
 def _statement_texts(source: SqlSource | None) -> list[str]:
     if source is None:
         return []
-    from txsql.planner.script import split_statements
+    from txsql.planner.sql.script import split_statements
 
     try:
         return [s.text for s in split_statements(source.text)]

@@ -25,10 +25,10 @@ from txsql.magics.render import Column, CommitDetails, Fetched, is_commit
 from txsql.magics.sessions import NamedSessions
 from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
-from txsql.planner.dialect import DIALECT
-from txsql.planner.params import bind_parameters, parameter_names
-from txsql.planner.script import ParsedStatement, parse_script
-from txsql.planner.statements import TableRef
+from txsql.planner.sql.dialect import DIALECT
+from txsql.planner.sql.params import bind_parameters, parameter_names
+from txsql.planner.sql.script import ParsedStatement, parse_script
+from txsql.planner.sql.statements import TableRef
 from txsql.result import Result
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from txsql.errors import CommitConflictError, TxSqlError
 from txsql.magics.errors import MagicUsageError
 from txsql.magics.render import Column, esc, html_table, text_table
-from txsql.planner.script import StatementText
+from txsql.planner.sql.script import StatementText
 from txsql.result import Result
 
 _BEGIN = re.compile(r"^\s*(BEGIN|START)\b(\s+(TRANSACTION|WORK))?", re.IGNORECASE)

@@ -18,7 +18,7 @@ from txsql.errors import (
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
-from txsql.planner.statements import TableRef
+from txsql.planner.sql.statements import TableRef
 from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.paths import parse_location
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import TransactionError
+from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
-from txsql.planner.guards import AppendOnlyTableError, check_append_only
-from txsql.planner.retention import cleanup_after_commit
-from txsql.planner.statements import TableRef
+from txsql.planner.sql.statements import TableRef
+from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.result import CommitResult
 from txsql.txn.transaction import Transaction
@@ -149,7 +149,7 @@ class RunContext:
         return self.catalog.snapshot(ref, self.spark)
 
     def _new_transaction(self, log: DeltaLog, isolation: IsolationLevel | None) -> Transaction:
-        from txsql.planner.row_check import SparkRowChecker  # local: it imports the engine
+        from txsql.planner.dml.row_check import SparkRowChecker  # local: it imports the engine
 
         txn = Transaction(log, isolation=isolation, max_attempts=self.max_commit_attempts)
         # Spark decides whether a winner's new rows satisfy our read predicate.

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from txsql.errors import SqlError, TransactionError, TxSqlError
 from txsql.result import Result
 from txsql.txn.readset import norm_path
 
 if TYPE_CHECKING:
-    from txsql.planner.context import RunContext
     from txsql.txn.result import CommitResult
     from txsql.txn.transaction import Transaction
 
@@ -144,8 +143,14 @@ class AppWrite:
         self.committed_tables.add(norm_path(txn.table_root))
 
 
+class CarriesApp(Protocol):
+    """A run context: statements see the call's (app id, version) in ``app``."""
+
+    app: AppWrite | None
+
+
 def run_idempotent(
-    ctx: RunContext,
+    ctx: CarriesApp,
     app: AppWrite | None,
     statements: Sequence[T],
     run: Callable[[T], Result],

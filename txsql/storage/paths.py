@@ -11,6 +11,7 @@ from txsql.errors import UnsupportedStorageError
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
+SIDECAR_DIR = "_sidecars"  # V2 checkpoint sidecar files, under _delta_log
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
@@ -86,3 +87,11 @@ def classify_log_file(name: str) -> LogFileName | None:
     if m := _V2_CHECKPOINT.match(name):
         return LogFileName("v2", int(m.group(1)))
     return None
+
+
+def data_file_path(root: str, path: str) -> str:
+    """Local path of an add/remove ``path`` (relative and URI-encoded, or absolute URI)."""
+    parsed = urlparse(path)
+    if parsed.scheme:
+        return os.path.normpath(unquote(parsed.path))
+    return os.path.normpath(os.path.join(root, unquote(path)))

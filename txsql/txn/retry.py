@@ -11,10 +11,9 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from txsql import __version__
 from txsql.errors import CommitRetriesExceededError, TransactionError, VersionExistsError
 from txsql.log import features, properties
 from txsql.log.actions import Action, CommitInfo, Metadata, Protocol, SetTransaction
@@ -31,9 +30,15 @@ from txsql.txn.readset import norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.rowlevel import RowLevelState, apply_rebases
 from txsql.txn.winner import WinningCommit
+from txsql.version import __version__
 
 if TYPE_CHECKING:
-    from txsql.txn.transaction import Transaction
+    from txsql.log.deltalog import DeltaLog
+    from txsql.txn.conflicts import RowPredicateChecker
+    from txsql.txn.isolation import IsolationLevel
+    from txsql.txn.joinread import JoinChecker
+    from txsql.txn.readset import ReadSet
+    from txsql.txn.staging import StagedActions
 
 logger = logging.getLogger(__name__)
 
@@ -41,20 +46,38 @@ ENGINE_INFO = f"txsql/{__version__}"
 DEFAULT_MAX_ATTEMPTS = 10_000  # generous: non-conflicting writers must never give up
 
 
+@dataclass(frozen=True)
+class CommitRequest:
+    """What one commit needs from its transaction (so this module never imports it).
+
+    ``staged`` is the transaction's own staged state: rebasing rewrites it in place.
+    """
+
+    log: DeltaLog
+    snapshot: Snapshot | None
+    staged: StagedActions
+    txn_id: str
+    requested_isolation: IsolationLevel | None
+    read_set: ReadSet
+    row_predicate_checker: RowPredicateChecker | None
+    join_checker: JoinChecker | None
+    max_attempts: int
+
+
 class CommitLoop:
     """One ``Transaction.commit`` call: prepare, then attempt until landed or in conflict."""
 
     def __init__(
         self,
-        txn: Transaction,
+        txn: CommitRequest,
         operation: str,
         parameters: Mapping[str, Any],
         metrics: Mapping[str, Any],
     ) -> None:
         self.txn = txn
         self.log = txn.log
-        self.staged = txn.staged_state
-        self.snapshot = txn.snapshot()
+        self.staged = txn.staged
+        self.snapshot = txn.snapshot
         self.operation = operation
         self.parameters = {k: _param(v) for k, v in parameters.items()}
         self.metrics = {k: str(v) for k, v in metrics.items()}

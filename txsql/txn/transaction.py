@@ -27,7 +27,7 @@ from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enab
 from txsql.txn.joinread import JoinChecker, JoinRead, record_join
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.result import CommitResult
-from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop
+from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
 from txsql.txn.staging import StagedActions, overlay_snapshot
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "ENGINE_INFO", "CommitResult", "Transaction"]
@@ -216,7 +216,18 @@ class Transaction:
             TransactionError: the transaction is not open, or a new table lacks metadata.
         """
         self._require_open()
-        loop = CommitLoop(self, operation, parameters or {}, metrics or {})
+        request = CommitRequest(
+            log=self.log,
+            snapshot=self.snapshot(),
+            staged=self._staged,
+            txn_id=self.txn_id,
+            requested_isolation=self.requested_isolation,
+            read_set=self.read_set,
+            row_predicate_checker=self.row_predicate_checker,
+            join_checker=self.join_checker,
+            max_attempts=self.max_attempts,
+        )
+        loop = CommitLoop(request, operation, parameters or {}, metrics or {})
         try:
             result = loop.run()
         except Exception:

@@ -1,0 +1,89 @@
+"""The shared DV machinery (MERGE uses it too) and the Spark row-predicate hook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import txsql
+from txsql.dv.store import read_deletion_vector
+from txsql.log.predicates import Column, Comparison, Literal, Opaque
+from txsql.planner.dml.dv_writes import mark_rows_deleted
+from txsql.planner.dml.row_check import SparkRowChecker
+from txsql.storage.filesystem import LocalFileIO
+from txsql.txn.transaction import Transaction
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture()
+def s(spark: object, tmp_path: Path) -> txsql.Session:
+    session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
+    session.sql("CREATE TABLE t (id BIGINT, p INT)")
+    for low in (0, 10, 20):
+        session.sql(
+            f"INSERT INTO t SELECT /*+ REPARTITION(1) */ id, 1 FROM range({low}, {low + 5})"
+        )
+    return session
+
+
+def _matched(s: txsql.Session, rows: list[tuple[str, int]]) -> Any:
+    return s.spark.createDataFrame(rows, "_file string, _row_index bigint")
+
+
+def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(s: txsql.Session) -> None:
+    snapshot = s.table("t").snapshot()
+    a, b, c = sorted(snapshot.files, key=lambda f: f.modification_time)[:3]
+    ctx = s._context
+    rows = [(a.path, 1), (a.path, 3), (a.path, 3), (b.path, 0)]
+    single = _matched(s, rows).coalesce(1)  # one task: both DVs share one file
+    outcome = mark_rows_deleted(ctx, snapshot, single)
+    assert outcome.num_deleted_rows == 3 and outcome.num_dvs_added == 2
+    assert {k: sorted(v) for k, v in outcome.matched_rows_by_file.items()} == {
+        a.path: [1, 3],
+        b.path: [0],
+    }
+    adds = {x.path: x for x in outcome.actions if hasattr(x, "modification_time")}
+    dvs = {x.deletion_vector.path_or_inline_dv for x in adds.values() if x.deletion_vector}
+    assert len(dvs) == 1 and len(outcome.written_paths) == 1
+    root = snapshot.table_root
+    a_dv = adds[a.path].deletion_vector
+    assert a_dv is not None and sorted(read_deletion_vector(a_dv, root, LocalFileIO())) == [1, 3]
+    assert outcome.dv_metrics("numTarget")["numTargetDeletionVectorsAdded"] == 2
+
+    # Apply it, then delete more rows of `a` plus all of `c`.
+    with Transaction(s.table("t").log) as txn:
+        txn.stage(outcome.actions)
+        txn.commit("DELETE")
+    snapshot = s.table("t").snapshot()
+    a2 = next(f for f in snapshot.files if f.path == a.path)
+    rows = [(a.path, 0), (a.path, 1)] + [(c.path, i) for i in range(5)]
+    second = mark_rows_deleted(ctx, snapshot, _matched(s, rows), candidates=[a2, c])
+    assert second.num_deleted_rows == 6  # row 1 of `a` was already deleted
+    assert (second.num_dvs_updated, second.num_removed_files) == (1, 1)
+    assert sorted(second.matched_rows_by_file[a.path]) == [0]
+    new_a = next(
+        x for x in second.actions if getattr(x, "modification_time", None) and x.path == a.path
+    )
+    assert sorted(read_deletion_vector(new_a.deletion_vector, root, LocalFileIO())) == [0, 1, 3]
+    assert second.dv_metrics() == {
+        "numDeletionVectorsAdded": 1,
+        "numDeletionVectorsRemoved": 1,
+        "numDeletionVectorsUpdated": 1,
+    }
+    second.cleanup()
+    assert not any(Path(p).exists() for p in second.written_paths)
+
+
+def test_row_checker_scans_only_the_given_files(s: txsql.Session) -> None:
+    log = s.table("t").log
+    txn = Transaction(log)
+    checker = SparkRowChecker(s.spark, txn)
+    files = sorted(txn.snapshot().files, key=lambda f: f.modification_time)  # type: ignore[union-attr]
+    assert checker(Comparison("=", Column("id"), Literal(12)), files[1:2]) is True
+    assert checker(Comparison("=", Column("id"), Literal(12)), files[:1]) is False
+    assert checker(Opaque("id % 5 = 4 AND id > 20", frozenset({"id"})), files) is True
+    assert checker(Opaque("no_such_column = 1"), files) is True  # unsure means conflict
+    assert checker(Comparison("=", Column("id"), Literal(1)), []) is False

@@ -1,0 +1,212 @@
+"""MERGE INTO as DataFrame rewrites: merge-on-read with deletion vectors.
+
+How a MERGE runs (Delta's semantics; Spark evaluates every expression):
+
+1. The source is a query (table, view, subquery) Spark plans lazily.
+2. The target is scanned with row ids. When no NOT MATCHED BY SOURCE clause needs the
+   unmatched target rows, files are pruned by the ON conjuncts on target columns alone
+   (rows failing them cannot match anything).
+3. Target joins source; each row gets the first clause of its kind whose condition holds
+   and, for UPDATE/INSERT, its new values
+   (:mod:`txsql.planner.operations.merge.execute`). The source
+   and that result are persisted and everything below reads them, so a non-deterministic
+   source or condition is evaluated once (the join, ``numSourceRows`` and the conflict
+   check's copy of the source all see the same rows). One job summarizes the result:
+   counts per clause, duplicate matches, matched rows per file.
+4. Delta's cardinality check; the new rows (updated and inserted) are written first, so a
+   NOT NULL or cast failure stops the MERGE before any DV is written; then the old
+   versions of updated and deleted rows are marked in DVs (copy-on-write on tables
+   without DVs). Insert-only merges skip the DV step entirely.
+5. The read set: the target rows joining the source (ON, a copy of the source's ON
+   columns, files read, rows matched; :mod:`txsql.planner.operations.merge.check`), so concurrent
+   commits conflict only when their rows could join with this source; then one ``MERGE``
+   commit with Delta's operationParameters and operationMetrics.
+
+From the Python API, merge a pandas or Spark DataFrame by registering it as a view first::
+
+    spark.createDataFrame(pdf).createOrReplaceTempView("src")
+    s.sql("MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET *")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.types import StructType
+
+from txsql.engine.scan import resolve_path
+from txsql.engine.write import write_data_files
+from txsql.errors import SqlError
+from txsql.log.actions import AddFile
+from txsql.planner.context import RunContext
+from txsql.planner.dml.column_defs import merge_with_defaults
+from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.reads import query_dataframe
+from txsql.planner.dml.rewrite import commit_result, scan_files
+from txsql.planner.operations.merge import execute as mx
+from txsql.planner.operations.merge.check import capture_source, record_merge_read, target_predicate
+from txsql.planner.operations.merge.plan import (
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    MergePlan,
+    operation_parameters,
+    plan_merge,
+)
+from txsql.planner.sql.predicates import prune_files
+from txsql.planner.sql.statements import Merge
+from txsql.result import Result
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from txsql.log.snapshot import Snapshot
+
+
+def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
+    """Run ``MERGE INTO``; commit (or stage, inside BEGIN) one ``MERGE`` version."""
+    started = time.perf_counter()
+    target = statement.target
+    if target.version is not None or target.timestamp is not None:
+        raise SqlError(
+            "cannot MERGE INTO a time-travel reference",
+            hint="Merge into the table itself (no VERSION/TIMESTAMP AS OF).",
+        )
+    log = ctx.catalog.existing_log(target)
+    txn = ctx.transaction(log)
+    snapshot = txn.current_snapshot()
+    assert snapshot is not None  # existing_log guarantees a committed version
+    source, _ = query_dataframe(ctx, statement.source, txn)
+    columns = [f["name"] for f in snapshot.schema_json["fields"]]
+    plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
+    files = list(snapshot.files)
+    if plan.join not in ("left", "full"):  # unmatched target rows are never needed
+        files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
+    metrics: dict[str, int] = {}
+    new_files: list[AddFile] = []
+    outcome = DeletionOutcome()
+    try:
+        clock = time.perf_counter()
+        # The source is persisted for the statement: the join, the source count and the
+        # conflict check's copy of its ON columns all read the same rows.
+        with mx.persisted(mx.with_source_marker(source)) as src:
+            source_rows = capture_source(src, plan)
+            target_df = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
+            classified = mx.classify(plan, target_df, src, _column_types(snapshot))
+            with mx.persisted(classified) as rows:
+                summary = mx.summarize(plan, rows, src)
+                mx.check_cardinality(plan, summary)
+                metrics["scanTimeMs"] = _ms_since(clock)
+                clock = time.perf_counter()
+                counts = summary.counts
+                new_files = _write_new_rows(ctx, plan, rows, snapshot, counts, target.display)
+                if _count(plan, counts, None, ("update", "delete")):
+                    changed = mx.changed_target_rows(plan, rows)
+                    outcome = mark_rows_deleted(ctx, snapshot, changed, candidates=files)
+                metrics["rewriteTimeMs"] = _ms_since(clock)
+    except BaseException:
+        outcome.cleanup()
+        _remove_files(snapshot.table_root, new_files)
+        raise
+    # Changed rows are among the matched ones. An insert-only MERGE never sees target row
+    # ids (anti-join): its removed files are judged by the join check instead.
+    matched = None if plan.join == "insert_only" else summary.matched
+    record_merge_read(ctx.spark, txn, statement, plan, snapshot, files, source_rows, matched)
+    txn.stage([*outcome.actions, *new_files])
+    metrics["numSourceRows"] = summary.num_source_rows
+    metrics["materializeSourceTimeMs"] = 0  # the classified rows are persisted instead
+    metrics.update(_metrics(plan, summary, new_files, outcome))
+    metrics["executionTimeMs"] = _ms_since(started)
+    committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
+    return commit_result(
+        text, target.display, "MERGE", committed, txn.read_version, _result_metrics(metrics)
+    )
+
+
+def _column_types(snapshot: Snapshot) -> dict[str, str]:
+    schema = StructType.fromJson(snapshot.schema_json)
+    return {f.name: f.dataType.simpleString() for f in schema.fields}
+
+
+def _write_new_rows(
+    ctx: RunContext,
+    plan: MergePlan,
+    rows: DataFrame,
+    snapshot: Snapshot,
+    counts: dict[int, int],
+    table: str,
+) -> list[AddFile]:
+    """Write updated and inserted rows; casts and NOT NULL checks run inside the write."""
+    if not _count(plan, counts, None, ("update", "insert")):
+        return []
+    fitted = conform_to_schema(
+        mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table
+    )
+    return write_data_files(ctx.spark, fitted, snapshot.table_root, snapshot.metadata, rewrite=True)
+
+
+def _remove_files(root: str, adds: list[AddFile]) -> None:
+    # Files of a MERGE that failed before committing: invisible, but no need to keep them.
+    for add in adds:
+        with contextlib.suppress(OSError):
+            os.unlink(resolve_path(root, add.path))
+
+
+def _count(plan: MergePlan, counts: dict[int, int], match: str | None, actions: Any) -> int:
+    return sum(counts.get(i, 0) for i in plan.indexes(match, actions))
+
+
+def _metrics(
+    plan: MergePlan, summary: mx.Summary, new_files: list[AddFile], outcome: DeletionOutcome
+) -> dict[str, int]:
+    """Delta's MERGE operationMetrics (names from DeltaOperationMetrics.MERGE)."""
+    counts = summary.counts
+    matched_updated = _count(plan, counts, MATCHED, ("update",))
+    matched_deleted = _count(plan, counts, MATCHED, ("delete",))
+    source_updated = _count(plan, counts, NOT_MATCHED_BY_SOURCE, ("update",))
+    source_deleted = _count(plan, counts, NOT_MATCHED_BY_SOURCE, ("delete",))
+    inserted = _count(plan, counts, NOT_MATCHED, ("insert",))
+    if plan.duplicates_allowed:
+        # Several source rows may delete one row: count the rows that went, once each.
+        matched_deleted = summary.distinct_matched_changed
+    updated = matched_updated + source_updated
+    deleted = matched_deleted + source_deleted
+    copied = outcome.num_copied_rows
+    return {
+        "numTargetRowsInserted": inserted,
+        "numTargetRowsUpdated": updated,
+        "numTargetRowsMatchedUpdated": matched_updated,
+        "numTargetRowsNotMatchedBySourceUpdated": source_updated,
+        "numTargetRowsDeleted": deleted,
+        "numTargetRowsMatchedDeleted": matched_deleted,
+        "numTargetRowsNotMatchedBySourceDeleted": source_deleted,
+        "numTargetRowsCopied": copied,
+        "numOutputRows": inserted + updated + copied,
+        "numTargetFilesAdded": len(new_files) + outcome.num_added_files,
+        "numTargetFilesRemoved": outcome.num_removed_files,
+        "numTargetBytesAdded": sum(a.size for a in new_files) + outcome.num_added_bytes,
+        "numTargetBytesRemoved": outcome.num_removed_bytes,
+        "numTargetChangeFilesAdded": 0,
+        **outcome.dv_metrics("numTarget"),
+    }
+
+
+def _result_metrics(metrics: dict[str, int]) -> dict[str, int]:
+    """Databricks' MERGE result columns."""
+    updated = metrics["numTargetRowsUpdated"]
+    deleted = metrics["numTargetRowsDeleted"]
+    inserted = metrics["numTargetRowsInserted"]
+    return {
+        "num_affected_rows": updated + deleted + inserted,
+        "num_updated_rows": updated,
+        "num_deleted_rows": deleted,
+        "num_inserted_rows": inserted,
+    }
+
+
+def _ms_since(start: float) -> int:
+    return int((time.perf_counter() - start) * 1000)

@@ -1,0 +1,358 @@
+"""OPTIMIZE [WHERE partition-pred] [ZORDER BY (...)] and REORG TABLE ... APPLY (PURGE).
+
+Bin-packing (Delta's ``OptimizeExecutor``): per partition, files smaller than the target
+size, or carrying a deletion vector, are grouped in log order into bins of at most the
+target size (``delta.targetFileSize``, else the Spark conf
+``spark.databricks.delta.optimize.maxFileSize``, else 128 MB); each bin becomes one new file.
+A bin of one file without a DV is left alone (nothing to gain). Rows deleted by DVs are
+not copied, so rewritten files carry no DV. Every action has ``dataChange=false``: the
+commit is checked under SnapshotIsolation, as in Delta.
+
+Row order: without ZORDER a bin's rows keep their order (file by file, by row index), so
+``preserveInsertionOrder`` is true. ``ZORDER BY (a, b)`` rewrites every file of each
+selected partition as one bin and sorts its rows by a Z-order value: each column's rank
+within the bin is scaled to ``bits`` bits (``percent_rank``) and the bits of all columns
+are interleaved (Morton order), so rows close in every column end up close together.
+
+REORG ... APPLY (PURGE) rewrites only files that have a deletion vector.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from txsql.engine.names import fresh_names
+from txsql.engine.scan import snapshot_row_ids
+from txsql.engine.schema import quote
+from txsql.engine.write import write_data_files
+from txsql.errors import SchemaError
+from txsql.log.actions import AddFile
+from txsql.log.predicate_eval import eval_partition
+from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
+from txsql.log.schema import parse_schema
+from txsql.log.snapshot import Snapshot
+from txsql.planner.context import RunContext
+from txsql.planner.dml.rewrite import commit_result, scan_files, size_summary
+from txsql.planner.sql.predicates import predicate_sql, to_predicate
+from txsql.planner.sql.statements import OptimizeTable
+from txsql.result import Result
+from txsql.txn.readset import norm_path
+from txsql.txn.rowlevel import num_records
+from txsql.txn.rowmap import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+DEFAULT_TARGET_SIZE = 128 * 1024 * 1024
+TARGET_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_BIN = "_txsql_bin"
+_ORDER = "_txsql_order"
+_Z = "_txsql_z"
+# Spark names a task's output file part-<task number>-...; bin i is written by task i.
+_PART = re.compile(r"(?:^|/)part-(\d+)-[^/]*$")
+
+RESULT_SCHEMA = (
+    "path STRING, metrics STRUCT<numFilesAdded: BIGINT, numFilesRemoved: BIGINT, "
+    "filesAdded: STRUCT<min: BIGINT, max: BIGINT, avg: DOUBLE, totalFiles: BIGINT, "
+    "totalSize: BIGINT>, filesRemoved: STRUCT<min: BIGINT, max: BIGINT, avg: DOUBLE, "
+    "totalFiles: BIGINT, totalSize: BIGINT>, partitionsOptimized: BIGINT, "
+    "zOrderStats: STRUCT<strategyName: STRING, zOrderBy: ARRAY<STRING>, "
+    "numOutputFiles: BIGINT>, numBatches: BIGINT, totalConsideredFiles: BIGINT, "
+    "totalFilesSkipped: BIGINT, preserveInsertionOrder: BOOLEAN, "
+    "numDeletionVectorsRemoved: BIGINT>"
+)
+
+
+def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result:
+    operation = "REORG" if statement.purge else "OPTIMIZE"
+    log = ctx.catalog.existing_log(statement.target)
+    txn = ctx.transaction(log)
+    snapshot = txn.current_snapshot()
+    assert snapshot is not None
+    predicate = _partition_predicate(statement, snapshot)
+    zorder = _zorder_columns(statement, snapshot)
+    considered = [f for f in snapshot.files if _in_scope(predicate, f, snapshot)]
+    target_size = target_file_size(ctx, snapshot)
+    bins = plan_bins(considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder))
+    rewritten = [f for b in bins for f in b]
+    adds: list[AddFile] = []
+    row_map: RowMap | None = None
+    if bins:
+        txn.record_scan(predicate, rewritten)
+        adds = _rewrite(ctx, snapshot, bins, zorder)
+        row_map = None if zorder else build_row_map(bins, adds)
+        txn.stage([f.to_remove(data_change=False) for f in rewritten])
+        txn.stage(adds)
+    described = predicate_sql(statement.where, snapshot.schema_json) if statement.where else None
+    parameters: dict[str, Any] = {"predicate": json.dumps([described] if described else [])}
+    if statement.purge:
+        parameters["applyPurge"] = True
+    else:
+        parameters |= {"zOrderBy": json.dumps(list(zorder)), "auto": False}
+    if row_map is not None:
+        # Where every surviving row landed: lets concurrent DML and this commit both land.
+        parameters[ROW_MAP_PARAM] = encode_row_map(row_map)
+    dvs_removed = sum(1 for f in rewritten if f.deletion_vector is not None)
+    metrics = _commit_metrics(rewritten, adds, dvs_removed)
+    committed = ctx.commit(txn, operation, parameters, metrics) if bins else None
+    summary: dict[str, Any] = {
+        "numFilesAdded": len(adds),
+        "numFilesRemoved": len(rewritten),
+        "filesAdded": size_summary(adds),
+        "filesRemoved": size_summary(rewritten),
+        "partitionsOptimized": len({_key(b[0]) for b in bins}),
+        "zOrderStats": (
+            {
+                "strategyName": "interleaved-rank",
+                "zOrderBy": list(zorder),
+                "numOutputFiles": len(adds),
+            }
+            if zorder
+            else None
+        ),
+        "numBatches": 1 if bins else 0,
+        "totalConsideredFiles": len(considered),
+        "totalFilesSkipped": len(considered) - len(rewritten),
+        "preserveInsertionOrder": not zorder,
+        "numDeletionVectorsRemoved": dvs_removed,
+    }
+    df = ctx.spark.createDataFrame(
+        [{"path": snapshot.table_root, "metrics": summary}], RESULT_SCHEMA
+    )
+    flat = {k: int(v) for k, v in summary.items() if isinstance(v, (int, bool))}
+    if not bins:
+        return Result(
+            text,
+            operation,
+            version=snapshot.version,
+            table=statement.target.display,
+            metrics=flat,
+            df=df,
+            message="nothing to compact; no commit",
+        )
+    return commit_result(
+        text, statement.target.display, operation, committed, txn.read_version, flat, df=df
+    )
+
+
+def target_file_size(ctx: RunContext, snapshot: Snapshot) -> int:
+    """Bytes per output file: ``delta.targetFileSize``, the Spark conf, or 128 MB."""
+    configured = snapshot.configuration.get("delta.targetFileSize")
+    if configured is None:
+        configured = ctx.spark.conf.get(TARGET_SIZE_CONF, None)
+    if configured is None:
+        return DEFAULT_TARGET_SIZE
+    return parse_size(str(configured))
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text`` (``1048576``, ``64mb``, ``1g``).
+
+    >>> parse_size("2kb"), parse_size("1048576"), parse_size("1g")
+    (2048, 1048576, 1073741824)
+    """
+    m = _SIZE.match(text)
+    if m is None:
+        raise SchemaError(f"cannot read {text!r} as a file size", hint="e.g. '128mb' or 1048576")
+    return int(m.group(1)) * 1024 ** "_kmgt".index((m.group(2) or "_").lower())
+
+
+def plan_bins(
+    files: list[AddFile], snapshot: Snapshot, target: int, *, purge: bool, zorder: bool
+) -> list[list[AddFile]]:
+    """Group the files to rewrite into bins (one output file each), partition by partition."""
+    by_partition: dict[tuple[Any, ...], list[AddFile]] = defaultdict(list)
+    for f in files:
+        by_partition[_key(f)].append(f)
+    bins: list[list[AddFile]] = []
+    for group in by_partition.values():
+        if zorder:
+            bins.append(group)
+            continue
+        if purge:
+            chosen = [f for f in group if f.deletion_vector is not None]
+        else:
+            chosen = [f for f in group if f.size < target or f.deletion_vector is not None]
+        current: list[AddFile] = []
+        size = 0
+        for f in chosen:
+            if current and size + f.size > target:
+                bins.append(current)
+                current, size = [], 0
+            current.append(f)
+            size += f.size
+        if current:
+            bins.append(current)
+    # A lone file without a DV would be rewritten as itself: skip it (not for REORG).
+    return [b for b in bins if zorder or len(b) > 1 or b[0].deletion_vector is not None]
+
+
+def _rewrite(
+    ctx: RunContext, snapshot: Snapshot, bins: list[list[AddFile]], zorder: tuple[str, ...]
+) -> list[AddFile]:
+    """Write each bin's live rows as one file (Spark groups rows by bin in one job)."""
+    from pyspark.sql import functions as F
+
+    files = [f for b in bins for f in b]
+    keys = _bin_keys(ctx, len(bins))
+    mapping = [(f.path, keys[i], j) for i, b in enumerate(bins) for j, f in enumerate(b)]
+    table_columns = [f["name"] for f in snapshot.schema_json["fields"]]
+    file_column, row_column = snapshot_row_ids(snapshot)
+    # Helper names fresh against the table's columns: a user column "_txsql_bin" survives.
+    bin_key, order, z = fresh_names([_BIN, _ORDER, _Z], [*table_columns, file_column, row_column])
+    bin_df = ctx.spark.createDataFrame(
+        mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
+    )
+    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
+    rows = rows.join(F.broadcast(bin_df), file_column)
+    parts = [F.col(quote(c)) for c in snapshot.partition_columns]
+    rows = rows.repartition(len(bins), bin_key)
+    if zorder:
+        rows = rows.withColumn(z, z_value(zorder, bin_key))
+        rows = rows.sortWithinPartitions(*parts, bin_key, z)
+    else:
+        rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
+    rows = rows.select(*[F.col(quote(c)) for c in table_columns])
+    # Copies of committed rows: the column rules held when they were written.
+    adds = write_data_files(ctx.spark, rows, snapshot.table_root, snapshot.metadata, enforce=False)
+    return [replace(a, data_change=False) for a in adds]
+
+
+def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
+    """The row map of a bin-packing rewrite, or None if the output cannot be tied to it.
+
+    Each bin is written by its own task (``_bin_keys``) in source order, so task ``i``'s
+    file holds bin ``i``'s live rows in order. The map is only recorded when every file is
+    accounted for: one file per bin at most, with exactly the bin's live row count.
+    """
+    by_task: dict[int, AddFile] = {}
+    for add in adds:
+        m = _PART.search(norm_path(add.path))
+        if m is None or int(m.group(1)) in by_task:
+            return None
+        by_task[int(m.group(1))] = add
+    if not set(by_task) <= set(range(len(bins))):
+        return None
+    out = []
+    for i, b in enumerate(bins):
+        sources = []
+        for f in b:
+            rows = num_records(f.stats)
+            if rows is None:
+                return None
+            sources.append(Source(norm_path(f.path), rows, f.deletion_vector))
+        live = sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in sources)
+        output = by_task.get(i)
+        written = num_records(output.stats) if output is not None else 0
+        if written != live:
+            return None
+        out.append(OutputBin(norm_path(output.path) if output else None, tuple(sources)))
+    return RowMap(tuple(out))
+
+
+def _bin_keys(ctx: RunContext, n: int) -> list[int]:
+    """One key per bin such that ``repartition(n, key)`` sends bin ``i`` to task ``i``.
+
+    Spark's hash partitioning puts a row in ``pmod(hash(key), n)`` (Murmur3, as the SQL
+    ``hash`` function); picking keys by that formula gives every bin its own task, so each
+    bin becomes exactly one file (plain bin numbers would collide and merge bins).
+    """
+    from pyspark.sql import functions as F
+
+    part = F.expr(f"pmod(hash(id), {n})").alias("part")
+    found: dict[int, int] = {}
+    for row in ctx.spark.range(0, 64 * n).select("id", part).collect():
+        found.setdefault(int(row["part"]), int(row["id"]))
+    return [found.get(i, i) for i in range(n)]
+
+
+def z_value(columns: tuple[str, ...], group: str) -> Column:
+    """A Morton (Z-order) key: per-column rank buckets within ``group``, bits interleaved."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    bits = max(1, min(16, 62 // len(columns)))
+    scale = float((1 << bits) - 1)
+    buckets = [
+        F.floor(
+            F.percent_rank().over(Window.partitionBy(group).orderBy(F.col(f"`{c}`"))) * scale
+        ).cast("long")
+        for c in columns
+    ]
+    z: Column = F.lit(0).cast("long")
+    for b in range(bits):
+        for i, bucket in enumerate(buckets):
+            bit = F.shiftleft(F.shiftright(bucket, b).bitwiseAND(F.lit(1)), b * len(columns) + i)
+            z = z.bitwiseOR(bit)
+    return z
+
+
+def _partition_predicate(statement: OptimizeTable, snapshot: Snapshot) -> Predicate:
+    if statement.where is None:
+        return TRUE
+    predicate = to_predicate(statement.where, snapshot.schema_json)
+    parts = {c.lower() for c in snapshot.partition_columns}
+    extra = sorted(referenced_columns(predicate) - parts)
+    if extra or has_opaque(predicate):
+        raise SchemaError(
+            f"OPTIMIZE WHERE may only filter on partition columns; "
+            f"{', '.join(extra) or 'the condition'} is not one",
+            hint="Partition columns: " + (", ".join(snapshot.partition_columns) or "none"),
+        )
+    return predicate
+
+
+def _zorder_columns(statement: OptimizeTable, snapshot: Snapshot) -> tuple[str, ...]:
+    names = {f["name"].lower(): f["name"] for f in snapshot.schema_json["fields"]}
+    parts = {c.lower() for c in snapshot.partition_columns}
+    out = []
+    for column in statement.zorder:
+        if column.lower() not in names:
+            raise SchemaError(
+                f"ZORDER BY column {column} is not a column of {statement.target.display}"
+            )
+        if column.lower() in parts:
+            raise SchemaError(
+                f"{column} is a partition column; ZORDER BY data columns only",
+                hint="Rows of one partition already share its value.",
+            )
+        out.append(names[column.lower()])
+    return tuple(out)
+
+
+def _in_scope(predicate: Predicate, add: AddFile, snapshot: Snapshot) -> bool:
+    if predicate == TRUE:
+        return True
+    schema = parse_schema(snapshot.metadata.schema_string)
+    result = eval_partition(predicate, add.partition_values, schema, snapshot.partition_columns)
+    return result is True
+
+
+def _key(add: AddFile) -> tuple[Any, ...]:
+    return tuple(sorted(add.partition_values.items()))
+
+
+def _commit_metrics(removed: list[AddFile], added: list[AddFile], dvs: int) -> dict[str, int]:
+    """Delta's OPTIMIZE operationMetrics (file size percentiles of the new files)."""
+    sizes = sorted(a.size for a in added)
+
+    def pct(q: float) -> int:
+        return sizes[min(len(sizes) - 1, int(q * len(sizes)))] if sizes else 0
+
+    return {
+        "numRemovedFiles": len(removed),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "numAddedFiles": len(added),
+        "numAddedBytes": sum(a.size for a in added),
+        "minFileSize": sizes[0] if sizes else 0,
+        "p25FileSize": pct(0.25),
+        "p50FileSize": pct(0.5),
+        "p75FileSize": pct(0.75),
+        "maxFileSize": sizes[-1] if sizes else 0,
+        "numDeletionVectorsRemoved": dvs,
+    }

@@ -1,0 +1,168 @@
+"""UPDATE: merge-on-read — old rows go into deletion vectors, new rows into new files.
+
+The matching rows are read once, with the SET values computed by Spark on the same rows,
+and persisted: one job writes the updated rows (cast to the column types with Spark's
+ANSI casts, NOT NULL enforced like INSERT), a second turns the same rows' ``(_file,
+_row_index)`` into DVs (``spark_jobs`` = 2 in ``Result.metrics``). Both consumers see
+identical rows even for a non-deterministic WHERE clause. The scan does not apply the
+files' DVs (that costs DV expansion and broadcast jobs); rows already deleted are dropped
+after the WHERE clause by :func:`~txsql.planner.dml.live_rows.drop_deleted_rows`. Updating a
+partition column simply writes the new rows into their new partition. Tables without DVs
+get copy-on-write from the shared DV machinery."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from sqlglot import exp
+
+from txsql.engine.names import fresh_names
+from txsql.engine.scan import resolve_path, snapshot_row_ids
+from txsql.engine.schema import quote
+from txsql.errors import SchemaError, TxSqlError
+from txsql.log.actions import Action, AddFile
+from txsql.planner.context import RunContext
+from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.jobs import count_job, counting_jobs
+from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
+from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
+from txsql.planner.sql.statements import Update
+from txsql.result import Result
+from txsql.txn.rowlevel import num_records
+
+_SET = "__txsql_set_{}"  # base of the SET value columns, made fresh per statement
+
+
+def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    target = open_target(ctx, statement.target, statement.alias, statement.where, "UPDATE")
+    assignments = _resolve_assignments(target, statement)
+    outcome = DeletionOutcome()
+    adds: list[AddFile] = []
+    written: list[str] = []
+    scan_ms = rewrite_ms = jobs = 0
+
+    def cleanup() -> None:
+        outcome.cleanup()
+        for path in written:
+            _unlink(path)
+
+    try:
+        plan = target.plan(whole_files=False)
+        if plan.scan:
+            snapshot = target.snapshot
+            fields = [f["name"] for f in snapshot.schema_json["fields"]]
+            row_ids = snapshot_row_ids(snapshot)
+            set_names = fresh_names(
+                [_SET.format(i) for i in range(len(assignments))], [*fields, *row_ids]
+            )
+            extra = [(name, value) for name, (_, value) in zip(set_names, assignments)]
+            # The scan ignores DVs (no DV expansion/anti-join jobs); rows already deleted
+            # are dropped after the WHERE clause, in the same tasks.
+            matched = target.matching_rows(without_dvs(plan.scan), extra)
+            matched = drop_deleted_rows(matched, snapshot, plan.scan)
+            # Persisted: the write job fills the cache, the DV job reads it, so both see
+            # the same rows even for a non-deterministic WHERE clause.
+            matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                index = {column: i for i, (column, _) in enumerate(assignments)}
+                values = [
+                    F.col(quote(set_names[index[name]])) if name in index else F.col(quote(name))
+                    for name in fields
+                ]
+                new_rows = conform_to_schema(
+                    matched.select(*values), snapshot.schema_json, None, target.display
+                )
+                from txsql.engine.write import write_data_files
+
+                rewrite_started = time.perf_counter()
+                with counting_jobs() as write_jobs:
+                    adds = count_job(
+                        lambda: write_data_files(
+                            ctx.spark,
+                            new_rows,
+                            snapshot.table_root,
+                            snapshot.metadata,
+                            rewrite=True,
+                        )
+                    )
+                written = [resolve_path(snapshot.table_root, a.path) for a in adds]
+                rewrite_ms = _ms(rewrite_started)
+                scan_started = time.perf_counter()
+                with counting_jobs() as dv_jobs:
+                    outcome = mark_rows_deleted(
+                        ctx, snapshot, matched.select(*map(quote, row_ids)), candidates=plan.scan
+                    )
+                jobs = write_jobs.jobs + dv_jobs.jobs
+                scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
+            finally:
+                matched.unpersist()
+            written_rows = sum(num_records(a.stats) or 0 for a in adds)
+            if written_rows != outcome.num_deleted_rows:
+                raise TxSqlError(
+                    f"UPDATE wrote {written_rows} new row(s) but replaced "
+                    f"{outcome.num_deleted_rows}; nothing was committed",
+                    hint="The rows changed between two reads of the same snapshot; re-run.",
+                )
+        assert target.txn is not None
+        target.txn.record_scan(target.predicate, plan.scan, outcome.matched_rows_by_file)
+        actions: list[Action] = [*outcome.actions, *adds]
+        target.txn.stage(actions)
+    except BaseException:
+        cleanup()
+        raise
+    finally:
+        target.close()
+    updated = outcome.num_deleted_rows
+    metrics = {
+        "numAddedFiles": len(adds) + outcome.num_added_files,
+        "numRemovedFiles": outcome.num_removed_files,
+        "numAddedChangeFiles": 0,
+        **outcome.dv_metrics(),
+        "numUpdatedRows": updated,
+        "numCopiedRows": outcome.num_copied_rows,
+        "numAddedBytes": sum(a.size for a in adds) + outcome.num_added_bytes,
+        "numRemovedBytes": outcome.num_removed_bytes,
+        "executionTimeMs": _ms(started),
+        "scanTimeMs": scan_ms,
+        "rewriteTimeMs": rewrite_ms + outcome.rewrite_time_ms,
+    }
+    parameters = {"predicate": json.dumps(target.condition_sql())}
+    result_metrics = {
+        "num_affected_rows": updated,
+        "num_updated_rows": updated,
+        "spark_jobs": jobs,
+    }
+    return commit_dml(target, text, "UPDATE", parameters, metrics, result_metrics, cleanup)
+
+
+def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str, exp.Expr]]:
+    """SET targets resolved case-insensitively to the table's column names."""
+    names = {f["name"].lower(): f["name"] for f in target.snapshot.schema_json["fields"]}
+    resolved: list[tuple[str, exp.Expr]] = []
+    for column, value in statement.assignments:
+        name = names.get(column.lower())
+        if name is None:
+            raise SchemaError(
+                f"UPDATE {target.display}: no column named {column}",
+                hint=f"The table's columns are {', '.join(names.values())}.",
+            )
+        resolved.append((name, value))
+    return resolved
+
+
+def _unlink(path: str) -> None:
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _ms(since: float) -> int:
+    return int((time.perf_counter() - since) * 1000)

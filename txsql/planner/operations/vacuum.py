@@ -1,0 +1,261 @@
+"""VACUUM t [RETAIN n HOURS] [DRY RUN]: delete files no retained version needs.
+
+A file under the table root is deleted when (Delta's ``VacuumCommand``):
+
+* no live file of the current version is it, or its deletion vector;
+* no tombstone younger than the retention (``delete before = now - retention``) names it
+  or its DV: versions inside the window stay readable by time travel;
+* its modification time is older than ``delete before`` too, so files a writer is still
+  committing (not in the log yet) are safe;
+* it provably belongs to the table: a readable commit names it, or it was written after
+  the table's creation (version 0). Unnamed files older than the table are someone
+  else's data (CREATE refuses non-empty directories, but files can be copied in later)
+  and are never deleted.
+
+That covers expired tombstones and orphans: files a failed statement wrote, leftovers in
+txsql's ``_txsql_staging/``, unreferenced ``deletion_vector_*.bin``. ``_delta_log`` and
+other hidden (``_``/``.``-prefixed) entries are never touched. The retention defaults to
+``delta.deletedFileRetentionDuration`` (7 days); a shorter RETAIN is refused unless the
+Spark conf ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``.
+
+A real run commits ``VACUUM START`` (files to delete) before deleting and ``VACUUM END``
+after, both without file actions, as Delta does; DRY RUN lists the files and commits
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+
+from txsql.engine.write import STAGING_DIR
+from txsql.errors import RetentionTooShortError, TransactionError
+from txsql.log import properties
+from txsql.log.actions import AddFile, RemoveFile
+from txsql.log.deltalog import DeltaLog
+from txsql.log.snapshot import Snapshot
+from txsql.planner.context import RunContext
+from txsql.planner.sql.statements import VacuumTable
+from txsql.result import Result
+from txsql.storage.leftovers import remove_stale_leftovers
+from txsql.storage.paths import data_file_path, parse_location
+
+CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+_HOUR_MS = 3_600_000
+
+
+def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
+    if ctx.explicit is not None:
+        raise TransactionError(
+            "VACUUM cannot run inside BEGIN ... COMMIT",
+            hint="COMMIT or ROLLBACK first; VACUUM deletes files and cannot be rolled back.",
+        )
+    log = ctx.catalog.existing_log(statement.target)
+    snapshot = log.snapshot()
+    table_ms = properties.deleted_file_retention_ms(snapshot.configuration)
+    retain_ms = (
+        table_ms if statement.retain_hours is None else int(statement.retain_hours * _HOUR_MS)
+    )
+    check = str(ctx.spark.conf.get(CHECK_CONF, "true") or "true").strip().lower() != "false"
+    if check and retain_ms < table_ms:
+        raise RetentionTooShortError(
+            f"VACUUM RETAIN {statement.retain_hours:g} HOURS is shorter than the table's "
+            f"retention of {table_ms / _HOUR_MS:g} hours (delta.deletedFileRetentionDuration): "
+            "files that concurrent readers or time travel still need could be deleted",
+            hint=f"Use RETAIN {table_ms / _HOUR_MS:g} HOURS or more. If you are sure no "
+            "reader or writer needs older versions, run "
+            f"SET {CHECK_CONF} = false (spark.conf.set) first.",
+        )
+    root = parse_location(snapshot.table_root).path
+    cutoff = int(time.time() * 1000) - retain_ms
+    keep = referenced_files(snapshot, root, cutoff)
+    owned = Ownership(logged_files(log, snapshot, root), creation_time_ms(log, snapshot))
+    doomed = files_to_delete(root, keep, cutoff, owned)
+    if statement.dry_run:
+        df = ctx.spark.createDataFrame([(p,) for p in doomed], "path STRING")
+        return Result(
+            text,
+            "VACUUM",
+            version=snapshot.version,
+            table=statement.target.display,
+            metrics={"numFilesToDelete": len(doomed)},
+            df=df,
+            message=f"{len(doomed)} file(s) would be deleted (dry run)",
+        )
+    size = sum(_size(p) for p in doomed)
+    start = ctx.transaction(log)
+    ctx.commit(
+        start,
+        "VACUUM START",
+        {
+            "retentionCheckEnabled": check,
+            "defaultRetentionMillis": table_ms,
+            "specifiedRetentionMillis": retain_ms,
+        },
+        {"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
+    )
+    deleted = 0
+    for path in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            deleted += 1
+    remove_stale_leftovers(root)  # temp files and staging folders of killed writers
+    directories = _remove_empty_dirs(root)
+    end = ctx.transaction(log)
+    committed = ctx.commit(
+        end,
+        "VACUUM END",
+        {"status": "COMPLETED"},
+        {"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
+    )
+    df = ctx.spark.createDataFrame([(snapshot.table_root,)], "path STRING")
+    return Result(
+        text,
+        "VACUUM",
+        version=committed.version if committed else None,
+        read_version=snapshot.version,
+        table=statement.target.display,
+        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
+        operation_metrics=dict(committed.commit_info.operation_metrics or {}) if committed else {},
+        df=df,
+        message=f"deleted {deleted} file(s)",
+    )
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What proves a file belongs to the table: a commit names it, or its age.
+
+    ``logged``: local paths some readable commit (or the snapshot) names. ``created_ms``:
+    the table's creation time; an unnamed file written before it predates the table
+    (someone else's data in the directory) and is never deleted. None: unknown, so only
+    logged files are deleted.
+    """
+
+    logged: set[str]
+    created_ms: int | None
+
+    def owns(self, path: str, mtime_ms: float) -> bool:
+        if path in self.logged:
+            return True
+        return self.created_ms is not None and mtime_ms >= self.created_ms
+
+
+def files_to_delete(
+    root: str, keep: set[str], cutoff_ms: int, owned: Ownership | None = None
+) -> list[str]:
+    """Sorted local paths under ``root`` that VACUUM deletes (see the module docstring).
+
+    ``owned`` None skips the ownership rule (every unreferenced old file is deleted).
+    """
+    doomed = []
+    for directory, dirs, names in os.walk(root):
+        inside_staging = _inside(root, directory, STAGING_DIR)
+        if not inside_staging:
+            # Hidden directories (the log, _change_data, .git...) are never vacuumed,
+            # except txsql's own staging area for files of unfinished writes.
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_")) or d == STAGING_DIR]
+        for name in names:
+            if not inside_staging and name.startswith((".", "_")):
+                continue
+            path = os.path.normpath(os.path.join(directory, name))
+            if path in keep:
+                continue
+            try:
+                mtime_ms = os.stat(path).st_mtime * 1000
+            except FileNotFoundError:
+                continue
+            if mtime_ms >= cutoff_ms:
+                continue
+            if inside_staging or owned is None or owned.owns(path, mtime_ms):
+                doomed.append(path)
+    return sorted(doomed)
+
+
+def _inside(root: str, directory: str, name: str) -> bool:
+    relative = os.path.relpath(directory, root)
+    return relative.split(os.sep)[0] == name
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _remove_empty_dirs(root: str) -> int:
+    """Remove directories left empty (partitions, staging); never the root or the log."""
+    removed = 0
+    for directory, _, _ in os.walk(root, topdown=False):
+        if os.path.normpath(directory) == os.path.normpath(root):
+            continue
+        if _inside(root, directory, "_delta_log"):
+            continue
+        relative = os.path.relpath(directory, root)
+        if relative.split(os.sep)[0].startswith((".", "_")) and not _inside(
+            root, directory, STAGING_DIR
+        ):
+            continue
+        try:
+            os.rmdir(directory)
+        except OSError:
+            continue
+        removed += 1
+    return removed
+
+
+# The file sets VACUUM compares (local paths, so they compare with a directory walk).
+
+
+def referenced_files(snapshot: Snapshot, root: str, cutoff_ms: int) -> set[str]:
+    """Local paths VACUUM must keep: live files, their DVs, and unexpired tombstones'."""
+    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
+    entries += [
+        (r.path, r.deletion_vector)
+        for r in snapshot.tombstones
+        if (r.deletion_timestamp or 0) > cutoff_ms
+    ]
+    return _local_paths(root, entries)
+
+
+def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:
+    """Local paths of every data and DV file a readable commit or the snapshot names.
+
+    These provably belong to the table (some commit wrote them), whatever their
+    modification time: a CTAS's files are older than its own version-0 commit.
+    """
+    entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
+    entries += [(r.path, r.deletion_vector) for r in snapshot.tombstones]
+    for version in log.store.list_commits():
+        if version > snapshot.version:
+            break
+        for action in log.read_commit(version):
+            if isinstance(action, (AddFile, RemoveFile)):
+                entries.append((action.path, action.deletion_vector))
+    return _local_paths(root, entries)
+
+
+def creation_time_ms(log: DeltaLog, snapshot: Snapshot) -> int | None:
+    """When the table was created: version 0's file time, else the metadata's createdTime.
+
+    None when neither is known: VACUUM then deletes only files the log names.
+    """
+    try:
+        return log.store.commit_status(0).modification_time
+    except FileNotFoundError:
+        return snapshot.metadata.created_time
+
+
+def _local_paths(root: str, entries: list[tuple[str, object]]) -> set[str]:
+    paths: set[str] = set()
+    for path, dv in entries:
+        paths.add(data_file_path(root, path))
+        absolute = getattr(dv, "absolute_path", None)
+        if absolute is not None:
+            located = absolute(root)
+            if located is not None:
+                paths.add(os.path.normpath(located))
+    return paths

@@ -1,0 +1,100 @@
+"""The statement table: each typed statement -> how it runs and how EXPLAIN shows it.
+
+Adding a statement takes a statement class (:mod:`txsql.planner.sql.statements`, with its
+name in ``STATEMENT_NAMES``), a builder entry (:data:`txsql.planner.sql.build.BUILDERS`) and
+an entry here. BEGIN / COMMIT / ROLLBACK are not here: the session runs them itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from txsql.planner.context import RunContext
+from txsql.planner.operations.alter import (
+    run_add_columns,
+    run_set_properties,
+    run_unset_properties,
+)
+from txsql.planner.operations.constraints import (
+    run_add_constraint,
+    run_alter_column,
+    run_drop_constraint,
+)
+from txsql.planner.operations.delete import run_delete
+from txsql.planner.operations.describe import run_describe_detail, run_describe_history
+from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
+from txsql.planner.operations.merge.run import run_merge
+from txsql.planner.operations.optimize import run_optimize
+from txsql.planner.operations.overwrite import run_insert_overwrite
+from txsql.planner.operations.query import run_query
+from txsql.planner.operations.restore import run_restore
+from txsql.planner.operations.update import run_update
+from txsql.planner.operations.vacuum import run_vacuum
+from txsql.planner.operations.writes import run_create_table, run_insert
+from txsql.planner.sql.statements import (
+    AlterAddColumns,
+    AlterAddConstraint,
+    AlterColumn,
+    AlterDropConstraint,
+    AlterSetProperties,
+    AlterUnsetProperties,
+    CreateTable,
+    Delete,
+    DescribeDetail,
+    DescribeHistory,
+    Explain,
+    InsertInto,
+    InsertOverwrite,
+    Merge,
+    OptimizeTable,
+    Query,
+    RestoreTable,
+    Update,
+    VacuumTable,
+)
+from txsql.result import Result
+
+Runner = Callable[[RunContext, Any, str], Result]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """How one statement type runs; ``explain`` is None for the generic one-line plan."""
+
+    run: Runner
+    explain: Explainer | None = None
+
+
+def _run_explain(ctx: RunContext, statement: Explain, text: str) -> Result:
+    entry = STATEMENTS.get(type(statement.statement))
+    return run_explain(ctx, statement, text, entry.explain if entry else None)
+
+
+STATEMENTS: dict[type, Entry] = {
+    CreateTable: Entry(run_create_table),
+    InsertInto: Entry(run_insert),
+    InsertOverwrite: Entry(run_insert_overwrite),
+    Query: Entry(run_query, explain_query),
+    Delete: Entry(run_delete, explain_dml),
+    Update: Entry(run_update, explain_dml),
+    Merge: Entry(run_merge),
+    AlterSetProperties: Entry(run_set_properties),
+    AlterUnsetProperties: Entry(run_unset_properties),
+    AlterAddColumns: Entry(run_add_columns),
+    AlterAddConstraint: Entry(run_add_constraint),
+    AlterDropConstraint: Entry(run_drop_constraint),
+    AlterColumn: Entry(run_alter_column),
+    DescribeHistory: Entry(run_describe_history),
+    DescribeDetail: Entry(run_describe_detail),
+    RestoreTable: Entry(run_restore),
+    OptimizeTable: Entry(run_optimize),
+    VacuumTable: Entry(run_vacuum),
+    Explain: Entry(_run_explain),
+}
+
+
+def runner(statement_type: type) -> Runner:
+    """The runner of a (non transaction-control) statement type."""
+    return STATEMENTS[statement_type].run

@@ -1,0 +1,308 @@
+"""The typed statement model: what a parsed statement asks txsql to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """A table named in SQL: a warehouse name, or a path (``delta.`/path```)."""
+
+    name: str | None = None
+    path: str | None = None
+    version: int | None = None
+    timestamp: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.name if self.name is not None else f"delta.`{self.path}`"
+
+
+@dataclass(frozen=True, slots=True)
+class IdentitySpec:
+    """``GENERATED ALWAYS|BY DEFAULT AS IDENTITY (START WITH start INCREMENT BY step)``."""
+
+    start: int = 1
+    step: int = 1
+    always: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    name: str
+    type_sql: str
+    nullable: bool = True
+    comment: str | None = None
+    generated: str | None = None  # GENERATED ALWAYS AS (expr): Spark SQL text
+    default: str | None = None  # DEFAULT expr: Spark SQL text
+    identity: IdentitySpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    target: TableRef
+    columns: tuple[ColumnSpec, ...]
+    partition_columns: tuple[str, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    location: str | None = None
+    if_not_exists: bool = False
+    query: exp.Query | None = None  # CREATE TABLE ... AS SELECT
+    comment: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InsertInto:
+    target: TableRef
+    columns: tuple[str, ...] | None
+    query: exp.Expr  # a Values or a Query
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A SELECT (or any query) that Spark runs after txsql tables become temp views."""
+
+    expression: exp.Expr
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeHistory:
+    target: TableRef
+    limit: int | None = None
+
+
+# The three kinds of WHEN clause of a MERGE.
+MATCHED = "matched"
+NOT_MATCHED = "not_matched"
+NOT_MATCHED_BY_SOURCE = "not_matched_by_source"
+
+
+@dataclass(frozen=True, slots=True)
+class MergeClause:
+    """One WHEN clause of a MERGE, in statement order.
+
+    ``match`` is ``matched``, ``not_matched`` (by target) or ``not_matched_by_source``;
+    ``action`` is ``update``, ``delete`` or ``insert``. ``values is None`` means
+    ``UPDATE SET *`` / ``INSERT *``; ``columns is None`` with values is a positional
+    ``INSERT VALUES (...)``.
+    """
+
+    match: str
+    action: str
+    condition: exp.Expr | None = None
+    columns: tuple[str, ...] | None = None
+    values: tuple[exp.Expr, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """``MERGE INTO target [AS alias] USING source [AS alias] ON cond WHEN ...``."""
+
+    target: TableRef
+    target_alias: str
+    source: exp.Expr  # a query selecting the source rows
+    source_alias: str
+    on: exp.Expr
+    clauses: tuple[MergeClause, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """``DELETE FROM target [AS alias] [WHERE condition]`` (txsql.planner.sql.dml)."""
+
+    target: TableRef
+    alias: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """``UPDATE target [AS alias] SET column = expr, ... [WHERE condition]``."""
+
+    target: TableRef
+    assignments: tuple[tuple[str, exp.Expr], ...]
+    alias: str | None = None
+    where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    """``EXPLAIN <statement>``: describe the plan of ``statement`` without running it."""
+
+    statement: object  # the typed statement explained (any Statement)
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    isolation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    pass
+
+
+# --- table maintenance and overwrites (txsql.planner.sql.commands builds these) ---------------
+
+
+@dataclass(frozen=True, slots=True)
+class InsertOverwrite:
+    """``INSERT OVERWRITE [PARTITION (...)]`` or ``INSERT INTO ... REPLACE WHERE``.
+
+    ``partition`` maps each PARTITION column to its static value, or None for a dynamic
+    one; ``replace_where`` is the REPLACE WHERE condition.
+    """
+
+    target: TableRef
+    columns: tuple[str, ...] | None
+    query: exp.Expr
+    partition: tuple[tuple[str, exp.Expr | None], ...] | None = None
+    replace_where: exp.Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterSetProperties:
+    target: TableRef
+    properties: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterUnsetProperties:
+    target: TableRef
+    keys: tuple[str, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterAddColumns:
+    target: TableRef
+    columns: tuple[ColumnSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeDetail:
+    target: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreTable:
+    target: TableRef
+    version: int | None = None
+    timestamp: str | None = None  # a Spark SQL expression
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizeTable:
+    """OPTIMIZE (bin-packing, optionally ZORDER BY) or, with ``purge``, REORG ... PURGE."""
+
+    target: TableRef
+    where: exp.Expr | None = None
+    zorder: tuple[str, ...] = ()
+    purge: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumTable:
+    target: TableRef
+    retain_hours: float | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterAddConstraint:
+    """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)``; ``expression`` is Spark SQL."""
+
+    target: TableRef
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterDropConstraint:
+    """``ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name``."""
+
+    target: TableRef
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumn:
+    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT``.
+
+    Exactly one change: ``nullable`` (False: SET NOT NULL), ``default`` (Spark SQL text),
+    or ``drop_default``.
+    """
+
+    target: TableRef
+    column: str
+    nullable: bool | None = None
+    default: str | None = None
+    drop_default: bool = False
+
+
+CommandStatement = (
+    InsertOverwrite
+    | AlterAddConstraint
+    | AlterDropConstraint
+    | AlterColumn
+    | AlterSetProperties
+    | AlterUnsetProperties
+    | AlterAddColumns
+    | DescribeDetail
+    | RestoreTable
+    | OptimizeTable
+    | VacuumTable
+)
+
+
+Statement = (
+    CreateTable
+    | InsertInto
+    | Query
+    | DescribeHistory
+    | Begin
+    | Commit
+    | Rollback
+    | Merge
+    | CommandStatement
+    | Delete
+    | Update
+    | Explain
+)
+
+# The SQL each statement type stands for, in the order error hints list them. Every member
+# of :data:`Statement` has an entry (tests/planner/sql/test_build.py checks), and the
+# registry has a runner for each one but the transaction controls.
+STATEMENT_NAMES: dict[type, str] = {
+    CreateTable: "CREATE TABLE",
+    InsertInto: "INSERT INTO",
+    InsertOverwrite: "INSERT OVERWRITE / REPLACE WHERE",
+    Query: "SELECT",
+    Delete: "DELETE",
+    Update: "UPDATE",
+    Merge: "MERGE INTO",
+    AlterSetProperties: "ALTER TABLE SET TBLPROPERTIES",
+    AlterUnsetProperties: "ALTER TABLE UNSET TBLPROPERTIES",
+    AlterAddColumns: "ALTER TABLE ADD COLUMNS",
+    AlterAddConstraint: "ALTER TABLE ADD CONSTRAINT",
+    AlterDropConstraint: "ALTER TABLE DROP CONSTRAINT",
+    AlterColumn: "ALTER TABLE ALTER COLUMN SET/DROP NOT NULL|DEFAULT",
+    DescribeHistory: "DESCRIBE HISTORY",
+    DescribeDetail: "DESCRIBE DETAIL",
+    RestoreTable: "RESTORE",
+    OptimizeTable: "OPTIMIZE / REORG",
+    VacuumTable: "VACUUM",
+    Explain: "EXPLAIN",
+    Begin: "BEGIN",
+    Commit: "COMMIT",
+    Rollback: "ROLLBACK",
+}

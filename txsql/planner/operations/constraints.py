@@ -132,6 +132,12 @@ def run_alter_column(ctx: RunContext, statement: AlterColumn, text: str) -> Resu
             text, table,
         )  # fmt: skip
     assert statement.default is not None
+    meta = field.get("metadata") or {}
+    if column_rules.GENERATION_KEY in meta or column_rules.identity_of(name, meta):
+        raise ConstraintDefinitionError(
+            f"{table}.{name} is a generated or identity column; it cannot have a default",
+            hint="Its value is always computed; set defaults on ordinary columns.",
+        )
     require_defaults_feature(snapshot.protocol, table)
     check_default(ctx, snapshot.schema_json, name, statement.default)
     new = column_rules.with_field_metadata(

@@ -128,6 +128,13 @@ def test_identity_values_unique_and_high_water_mark_committed(session: txsql.Ses
     with pytest.raises(IdentityColumnError):
         s.sql("MERGE INTO t USING (SELECT 'm' AS v) src ON t.v = src.v "
               "WHEN NOT MATCHED THEN INSERT (v) VALUES (src.v)")  # fmt: skip
+    for sql in (
+        "UPDATE t SET id = 1 WHERE v = 'a'",
+        "MERGE INTO t USING (SELECT 'a' AS v) src ON t.v = src.v "
+        "WHEN MATCHED THEN UPDATE SET t.id = 1",
+    ):
+        with pytest.raises(IdentityColumnError, match="identity column"):
+            s.sql(sql)
     # Two writers interleaved: both hand out values past the same high-water mark, so
     # the second to commit must conflict (serial order: only one of them landed).
     first, second = s.begin(), s.begin()

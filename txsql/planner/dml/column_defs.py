@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from txsql.errors import ConstraintDefinitionError, UnsupportedFeatureError
+from txsql.errors import ConstraintDefinitionError, IdentityColumnError, UnsupportedFeatureError
 from txsql.log import column_rules as rules
 from txsql.log import features
 from txsql.log.actions import Protocol
@@ -202,6 +202,9 @@ def merge_with_defaults(merge: Merge, schema_json: dict[str, Any]) -> Merge:
         f["name"].lower(): (f["name"], (f.get("metadata") or {}).get(rules.DEFAULT_KEY))
         for f in fields
     }
+    for clause in merge.clauses:
+        if clause.action == "update" and clause.columns:
+            refuse_identity_updates(clause.columns, schema_json, merge.target.display)
     if not any(sql for _, sql in defaults.values()):
         return merge
     clauses = []
@@ -276,3 +279,22 @@ def check_default(ctx: RunContext, schema_json: dict[str, Any], column: str, sql
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def refuse_identity_updates(
+    columns: Sequence[str], schema_json: dict[str, Any], table: str
+) -> None:
+    """UPDATE (and MERGE UPDATE SET) may not assign an identity column (Delta's rule).
+
+    Raises:
+        IdentityColumnError: naming the column.
+    """
+    # MERGE keeps a qualified `t.col` as written: compare the last name part.
+    assigned = {c.split(".")[-1].strip("`").lower() for c in columns}
+    for field in schema_json.get("fields", []):
+        meta = field.get("metadata") or {}
+        if field["name"].lower() in assigned and rules.identity_of(field["name"], meta):
+            raise IdentityColumnError(
+                f"cannot UPDATE {table}.{field['name']}: it is an identity column",
+                hint="Identity values are fixed once handed out; update the other columns.",
+            )

@@ -70,7 +70,8 @@ def apply_write_rules(
             the table computes (generated, default, identity) may be missing.
         metadata: The table's metadata (schema and configuration hold the rules).
         rewrite: The rows are changed rows of UPDATE/MERGE: generated columns are
-            recomputed from the new values (as Delta does) instead of checked, and a NULL
+            recomputed from the new values (as Delta does) instead of checked (the planner
+            refuses explicit assignments to them), and a NULL
             identity value (a MERGE insert, which cannot hand out identity values) fails.
         identity: The caller commits the new identity high-water marks with the files
             (INSERT does), so omitted identity columns may be handed out; otherwise an

@@ -55,7 +55,18 @@ def test_generated_column_computed_checked_and_recomputed(session: txsql.Session
     with pytest.raises(GeneratedColumnMismatchError, match="x \\* 2"):
         s.sql("INSERT INTO t VALUES (4, 9)")
     s.sql("UPDATE t SET x = 10 WHERE x = 1")  # y follows x, into another partition
-    expected = [(2, 4), (3, 6), (10, 20)]
+    for sql in (
+        "UPDATE t SET y = 0",
+        "MERGE INTO t USING (SELECT 5 AS x) s ON t.x = s.x "
+        "WHEN NOT MATCHED THEN INSERT (x, y) VALUES (s.x, 1)",
+    ):
+        with pytest.raises(GeneratedColumnMismatchError, match="generated as x \\* 2"):
+            s.sql(sql)
+    s.sql(
+        "MERGE INTO t USING (SELECT 3 AS x UNION ALL SELECT 7) s ON t.x = s.x "
+        "WHEN MATCHED THEN UPDATE SET x = s.x + 100 WHEN NOT MATCHED THEN INSERT (x) VALUES (s.x)"
+    )
+    expected = [(2, 4), (7, 14), (10, 20), (103, 206)]
     assert _rows(s, "SELECT x, y FROM t") == expected
     version = log.latest_version()
     assert deltalake_rows(log.table_root, version, "x, y") == expected

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from txsql.errors import ConstraintDefinitionError, IdentityColumnError, UnsupportedFeatureError
+from txsql.errors import (
+    ConstraintDefinitionError,
+    GeneratedColumnMismatchError,
+    IdentityColumnError,
+    UnsupportedFeatureError,
+)
 from txsql.log import column_rules as rules
 from txsql.log import features
 from txsql.log.actions import Protocol
@@ -205,6 +210,9 @@ def merge_with_defaults(merge: Merge, schema_json: dict[str, Any]) -> Merge:
     for clause in merge.clauses:
         if clause.action == "update" and clause.columns:
             refuse_identity_updates(clause.columns, schema_json, merge.target.display)
+        elif clause.action == "insert" and clause.columns:
+            generated = [c for c in clause.columns if _generated(c, fields)]
+            refuse_identity_updates(generated, schema_json, merge.target.display)
     if not any(sql for _, sql in defaults.values()):
         return merge
     clauses = []
@@ -284,17 +292,35 @@ def _first_line(exc: BaseException) -> str:
 def refuse_identity_updates(
     columns: Sequence[str], schema_json: dict[str, Any], table: str
 ) -> None:
-    """UPDATE (and MERGE UPDATE SET) may not assign an identity column (Delta's rule).
+    """UPDATE / MERGE may not assign an identity column (Delta's rule) nor a generated one
+    (its value follows from the row; txsql recomputes it rather than check a given one).
 
     Raises:
-        IdentityColumnError: naming the column.
+        IdentityColumnError: an identity column is assigned.
+        GeneratedColumnMismatchError: a generated column is assigned.
     """
     # MERGE keeps a qualified `t.col` as written: compare the last name part.
     assigned = {c.split(".")[-1].strip("`").lower() for c in columns}
     for field in schema_json.get("fields", []):
         meta = field.get("metadata") or {}
-        if field["name"].lower() in assigned and rules.identity_of(field["name"], meta):
+        if field["name"].lower() not in assigned:
+            continue
+        if rules.identity_of(field["name"], meta):
             raise IdentityColumnError(
                 f"cannot UPDATE {table}.{field['name']}: it is an identity column",
                 hint="Identity values are fixed once handed out; update the other columns.",
             )
+        if rules.GENERATION_KEY in meta:
+            raise GeneratedColumnMismatchError(
+                f"cannot assign {table}.{field['name']}: it is generated as "
+                f"{meta[rules.GENERATION_KEY]}",
+                hint="Leave it out: txsql computes it from the row's new values.",
+            )
+
+
+def _generated(column: str, fields: list[dict[str, Any]]) -> bool:
+    name = column.split(".")[-1].strip("`").lower()
+    return any(
+        f["name"].lower() == name and rules.GENERATION_KEY in (f.get("metadata") or {})
+        for f in fields
+    )

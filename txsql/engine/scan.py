@@ -100,7 +100,8 @@ from txsql.engine.scan_cache import DeletedRowsCache, ScanCache
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.errors import DataFileError, TxSqlError
 from txsql.log.actions import AddFile
-from txsql.storage.filesystem import LocalFileIO
+from txsql.storage.factory import file_io_for, spark_uri
+from txsql.storage.paths import is_local_location, resolve_in_root
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -223,7 +224,7 @@ def scan_snapshot(
     if cached is not None and cached.sparkSession is spark:
         # Planned before: only re-check that no data file vanished since (VACUUM, a manual
         # delete), which the planning below would have reported.
-        _raise_missing([f.local_path for f in files if not os.path.isfile(f.local_path)])
+        _raise_missing([f.local_path for f in files if not _present(f.local_path)])
         return cached
     df = _plan_scan(spark, snapshot, schema, files, with_row_ids, h)
     _SCAN_CACHE.put(key, df)
@@ -289,6 +290,9 @@ def resolve_path(table_root: str, path: str) -> str:
     '/data/x.parquet'
     """
     parsed = urlparse(path)
+    if not is_local_location(table_root) or parsed.scheme not in ("file", ""):
+        # Object stores: the URI Spark's file system reads (s3://... -> s3a://...).
+        return spark_uri(resolve_in_root(table_root, path))
     if parsed.scheme in ("file", ""):
         local = unquote(parsed.path if parsed.scheme else path)
         if parsed.scheme or local.startswith("/"):
@@ -312,6 +316,9 @@ def _read(spark: SparkSession, schema: TableSchema, files: list[_ScanFile]) -> D
     df = spark.read.schema(schema.physical_read_schema()).parquet(*paths)
     seen: dict[str, str] = {}
     for uri in df.inputFiles():
+        if not uri.startswith("file:"):  # an object store: keyed by the unquoted URI
+            seen[unquote(uri)] = uri
+            continue
         # inputFiles() says file:///x where _metadata.file_path says file:/x.
         spark_path = "file:/" + uri[len("file:") :].lstrip("/")
         seen[os.path.normpath(unquote(urlparse(spark_path).path))] = spark_path
@@ -319,6 +326,11 @@ def _read(spark: SparkSession, schema: TableSchema, files: list[_ScanFile]) -> D
     for i, f in enumerate(files):
         files[i] = _ScanFile(f.add, f.local_path, seen[f.local_path])
     return df
+
+
+def _present(path: str) -> bool:
+    # Object stores: Spark's read reports a missing file; a HEAD per file would cost more.
+    return os.path.isfile(path) if "://" not in path else True
 
 
 def _raise_missing(missing: list[str]) -> None:
@@ -440,7 +452,7 @@ def _expand_on_driver(
     bitmaps are small and read in well under a millisecond each. A damaged DV raises its
     typed error here, before any Spark job starts.
     """
-    fs = LocalFileIO()
+    fs = file_io_for(root)
     dv_key, dv_path, dv_row = names
     chunks: list[np.ndarray] = []
     paths: list[str] = []
@@ -471,16 +483,19 @@ def _row_key(h: _Helpers) -> Column:
 def _expander(
     root: str, long_keys: bool, names: tuple[str, str, str]
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function turning DV descriptors into deleted-row keys (executor side)."""
+    """The mapInArrow function turning DV descriptors into deleted-row keys (executor side).
+
+    The FileIO travels in the closure: an object-store one pickles as its settings and
+    reconnects on the executor, which never touches the driver's disk.
+    """
+    fs = file_io_for(root)
 
     def expand(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy as np
 
         from txsql.dv.descriptor import DeletionVectorDescriptor
         from txsql.dv.store import read_deletion_vector
-        from txsql.storage.filesystem import LocalFileIO
 
-        fs = LocalFileIO()
         dv_key, dv_path, dv_row = names
         for batch in batches:
             cols = batch.to_pydict()

@@ -253,8 +253,12 @@ def generated_high_water_marks(
 ) -> dict[str, int]:
     """The new high-water mark of each identity column whose values this write generated.
 
-    Read from the written files' Parquet footers (min/max per row group), which Spark
-    always writes for BIGINT columns; no Spark job. Columns with no rows are left out.
+    Read from the ``add`` stats (min/max from the footers) when they cover the column,
+    else from the local files' Parquet footers; no Spark job. Columns with no rows are
+    left out.
+
+    Raises:
+        IdentityColumnError: the stats lack the column and the files are not local.
     """
     from urllib.parse import unquote
 
@@ -272,11 +276,28 @@ def generated_high_water_marks(
         name = physical_name(field["name"], field.get("metadata") or {}, mode)
         values = []
         for add in adds:
+            bound = _stats_bound(add, name, spec.step > 0)
+            if bound is not None:
+                values.append(bound)
+                continue
             path = os.path.join(table_root, unquote(add.path))
+            if not os.path.exists(path):
+                raise IdentityColumnError(
+                    f"cannot read the identity values written to {column}: the file stats "
+                    "lack the column",
+                    hint="Keep identity columns among the stats columns "
+                    "(delta.dataSkippingNumIndexedCols / delta.dataSkippingStatsColumns).",
+                )
             values.extend(_footer_bounds(path, name, spec.step > 0))
         if values:
             marks[spec.column] = max(values) if spec.step > 0 else min(values)
     return marks
+
+
+def _stats_bound(add: AddFile, column: str, want_max: bool) -> int | None:
+    stats = json.loads(add.stats) if add.stats else {}
+    value = stats.get("maxValues" if want_max else "minValues", {}).get(column)
+    return int(value) if isinstance(value, int) else None
 
 
 def _footer_bounds(path: str, column: str, want_max: bool) -> list[int]:

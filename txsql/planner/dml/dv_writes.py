@@ -21,8 +21,6 @@ DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,7 +38,7 @@ from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
 from txsql.planner.dml.jobs import count_job
-from txsql.storage.filesystem import LocalFileIO
+from txsql.storage.factory import delete_quietly, file_io_for
 from txsql.txn.rowlevel import loosen_stats, num_records
 
 if TYPE_CHECKING:
@@ -106,8 +104,7 @@ class DeletionOutcome:
     def cleanup(self) -> None:
         """Delete the files this outcome wrote (after a failure; never once committed)."""
         for path in self.written_paths:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            delete_quietly(path)
 
 
 def deletion_vectors_allowed(snapshot: Snapshot) -> bool:
@@ -170,7 +167,7 @@ def mark_rows_deleted(
     now = int(time.time() * 1000)
     rewrite: list[tuple[AddFile, BitMap64]] = []
     to_write: list[tuple[AddFile, BitMap64]] = []
-    fs = LocalFileIO()
+    fs = file_io_for(root)
     for path in sorted(found):
         add = by_path[path]
         total = num_records(add.stats)

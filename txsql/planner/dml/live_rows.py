@@ -19,6 +19,7 @@ from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.log.actions import AddFile
 from txsql.log.snapshot import Snapshot
+from txsql.storage.factory import file_io_for
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,13 +60,14 @@ def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-unty
     import pandas as pd
 
     cache: dict[str, Any] = {}  # per worker: each DV file is read once, not per batch
+    # Built on the driver, pickled into the UDF: executors reach the DV files themselves.
+    fs = file_io_for(root)
 
     def live(paths: pd.Series, rows: pd.Series) -> pd.Series:
         import numpy as np
 
         from txsql.dv.descriptor import DeletionVectorDescriptor
         from txsql.dv.store import read_deletion_vector
-        from txsql.storage.filesystem import LocalFileIO
 
         keep = np.ones(len(paths), dtype=bool)
         path_values = paths.to_numpy()
@@ -77,7 +79,7 @@ def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-unty
             gone = cache.get(path)
             if gone is None:
                 descriptor = DeletionVectorDescriptor(*fields)
-                deleted = read_deletion_vector(descriptor, root, LocalFileIO())
+                deleted = read_deletion_vector(descriptor, root, fs)
                 gone = cache[path] = np.asarray(deleted.to_array(), dtype=np.int64)
             mask = path_values == path
             keep[mask] = ~np.isin(row_values[mask], gone)

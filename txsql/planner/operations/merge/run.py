@@ -30,14 +30,11 @@ From the Python API, merge a pandas or Spark DataFrame by registering it as a vi
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
-from txsql.engine.scan import resolve_path
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
@@ -60,6 +57,8 @@ from txsql.planner.operations.merge.plan import (
 from txsql.planner.sql.predicates import prune_files
 from txsql.planner.sql.statements import Merge
 from txsql.result import Result
+from txsql.storage.factory import delete_quietly
+from txsql.storage.paths import data_file_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -152,8 +151,7 @@ def _write_new_rows(
 def _remove_files(root: str, adds: list[AddFile]) -> None:
     # Files of a MERGE that failed before committing: invisible, but no need to keep them.
     for add in adds:
-        with contextlib.suppress(OSError):
-            os.unlink(resolve_path(root, add.path))
+        delete_quietly(data_file_path(root, add.path))
 
 
 def _count(plan: MergePlan, counts: dict[int, int], match: str | None, actions: Any) -> int:

@@ -64,7 +64,6 @@ def test_rules_cover_every_kind_and_the_features_they_need() -> None:
     (identity,) = rules.identity
     assert (identity.start, identity.step, identity.allow_explicit) == (10, -5, False)
     assert identity.next_value() == 10
-    assert rules.filled_columns() == {"id", "g", "d"}
     assert features_used(metadata) == {
         "checkConstraints",
         "invariants",

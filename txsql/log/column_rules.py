@@ -75,11 +75,6 @@ class ColumnRules:
             self.checks or self.not_null or self.generated or self.defaults or self.identity
         )
 
-    def filled_columns(self) -> frozenset[str]:
-        """Lower-cased columns a write may omit because the writer computes them."""
-        names = [c for c, _ in self.generated] + [c for c, _ in self.defaults]
-        return frozenset(n.lower() for n in [*names, *(i.column for i in self.identity)])
-
 
 def _fields(metadata: Metadata) -> list[dict[str, Any]]:
     fields: list[dict[str, Any]] = json.loads(metadata.schema_string).get("fields", [])

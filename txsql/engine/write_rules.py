@@ -13,6 +13,12 @@ OVERWRITE and CREATE TABLE AS SELECT all get the same rules (from
    parent fails its NOT NULL child) must not be NULL; every CHECK constraint and legacy
    invariant must be TRUE (FALSE or NULL fail).
 
+Rows rewritten by UPDATE/MERGE (``rewrite``) get their generated columns recomputed from
+the new values instead (the planner refuses explicit assignments to them). Identity values
+are handed out only when the caller commits the new high-water marks with the files
+(``identity``; :func:`generated_high_water_marks` reads them back from the written files).
+Copies of committed rows (OPTIMIZE, copy-on-write remainders) skip the rules entirely.
+
 The checks are ``CASE WHEN <violation> THEN raise_error(...)`` wrapped around a column that
 is written, so they run inside the write job itself: no extra Spark job, and a failing row
 aborts the write before anything is committed (``write_data_files`` removes the staged

@@ -17,6 +17,11 @@ from txsql.planner.operations.alter import (
     run_set_properties,
     run_unset_properties,
 )
+from txsql.planner.operations.constraints import (
+    run_add_constraint,
+    run_alter_column,
+    run_drop_constraint,
+)
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
@@ -31,6 +36,9 @@ from txsql.planner.operations.vacuum import run_vacuum
 from txsql.planner.operations.writes import run_create_table, run_insert
 from txsql.planner.sql.statements import (
     AlterAddColumns,
+    AlterAddConstraint,
+    AlterColumn,
+    AlterDropConstraint,
     AlterSetProperties,
     AlterUnsetProperties,
     CreateTable,
@@ -76,6 +84,9 @@ STATEMENTS: dict[type, Entry] = {
     AlterSetProperties: Entry(run_set_properties),
     AlterUnsetProperties: Entry(run_unset_properties),
     AlterAddColumns: Entry(run_add_columns),
+    AlterAddConstraint: Entry(run_add_constraint),
+    AlterDropConstraint: Entry(run_drop_constraint),
+    AlterColumn: Entry(run_alter_column),
     DescribeHistory: Entry(run_describe_history),
     DescribeDetail: Entry(run_describe_detail),
     RestoreTable: Entry(run_restore),

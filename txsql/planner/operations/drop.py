@@ -1,0 +1,133 @@
+"""DROP TABLE: unregister the name, then (managed tables only) delete the table's files.
+
+Order, chosen so that a DROP racing a reader or writer, or one that crashes half way, never
+leaves something that looks like a valid table with rows silently missing:
+
+1. Unregister the name (delete its catalog entry): from here on the name resolves to
+   nothing, and a new CREATE of it may start.
+2. Break the log: delete ``_last_checkpoint``, every checkpoint and the oldest commit, so
+   the remaining log has no starting point. Any reader (also one addressing the
+   directory by path) now gets CorruptLogError instead of a snapshot whose files vanish.
+3. Delete the data files (and deletion vector files and empty partition directories).
+4. Delete what is left of ``_delta_log``, then the table directory: the log goes last.
+
+A writer that commits between 2 and 4 gets its commit deleted with the table, as with a
+writer racing a DROP in Delta; one that commits after 4 leaves a lone commit file behind
+(no protocol or metadata: CorruptLogError on read, and DROP can be run again on the
+path's name). External tables (registered with LOCATION) are only unregistered (step 1),
+as in Spark: their files belong to whoever owns the location.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from txsql.errors import SchemaNotFoundError, TableNotFoundError, TransactionError
+from txsql.log.deltalog import DeltaLog
+from txsql.planner.catalog import Catalog
+from txsql.planner.context import RunContext
+from txsql.planner.sql.statements import DropTable, TableRef
+from txsql.result import Result
+from txsql.storage.paths import LOG_DIR, classify_log_file
+
+
+def run_drop_table(ctx: RunContext, statement: DropTable, text: str) -> Result:
+    refuse_in_transaction(ctx, "DROP TABLE")
+    ref = statement.target
+    try:
+        found = ctx.catalog.exists(ref)
+    except SchemaNotFoundError:
+        if not statement.if_exists:
+            raise
+        found = False
+    if not found:
+        if statement.if_exists:
+            _forget_stale_entry(ctx.catalog, ref)
+            return Result(
+                text, "DROP TABLE", table=ref.display, message=f"{ref.display} does not exist"
+            )
+        raise TableNotFoundError(f"table {ref.display} does not exist")
+    managed, location, version = drop_table(ctx.catalog, ref)
+    what = "its files were deleted" if managed else f"its files at {location} were kept"
+    kind = "managed" if managed else "external"
+    return Result(
+        text,
+        "DROP TABLE",
+        version=version,
+        table=ref.display,
+        message=f"dropped {kind} table {ref.display}; {what}",
+    )
+
+
+def drop_table(catalog: Catalog, ref: TableRef) -> tuple[bool, str, int | None]:
+    """Drop an existing table; returns (managed, location, its last version)."""
+    managed = catalog.is_managed(ref)
+    location = catalog.location(ref)
+    version = catalog.log(ref).latest_version()
+    catalog.unregister(ref)
+    if managed:
+        delete_table_files(location)
+        catalog.forget(location)
+    return managed, location, version
+
+
+def delete_table_files(location: str) -> None:
+    """Delete a managed table's directory in the order the module docstring explains."""
+    log = DeltaLog.for_path(location)
+    store = log.store
+    listing = store.list_log()
+    commits = sorted(
+        (parsed.version, status.name)
+        for status in listing
+        if (parsed := classify_log_file(status.name)) is not None and parsed.kind == "commit"
+    )
+    breakers = [s.name for s in listing if s.name == "_last_checkpoint"]
+    breakers += [
+        s.name
+        for s in listing
+        if (parsed := classify_log_file(s.name)) is not None and parsed.kind != "commit"
+    ]
+    breakers += [name for _, name in commits[:1]]
+    for name in breakers:
+        with contextlib.suppress(FileNotFoundError):
+            store.delete_log_file(name)
+    root = log.table_root
+    log_dir = os.path.join(root, LOG_DIR)
+    for directory, _dirs, names in os.walk(root, topdown=False):
+        if directory == log_dir or directory.startswith(log_dir + os.sep):
+            continue
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(directory, name))
+        if directory != root:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+    _remove_tree(log_dir)
+    _remove_tree(root)
+
+
+def _remove_tree(path: str) -> None:
+    for directory, _, names in os.walk(path, topdown=False):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(directory, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def _forget_stale_entry(catalog: Catalog, ref: TableRef) -> None:
+    """IF EXISTS on a name registered for a location with no table (a crashed CREATE)."""
+    with contextlib.suppress(SchemaNotFoundError):
+        if catalog.registered_location(ref.name or "") is not None:
+            catalog.unregister(ref)
+
+
+def refuse_in_transaction(ctx: RunContext, statement: str) -> None:
+    """Catalog changes are not transactional: refuse them between BEGIN and COMMIT."""
+    if ctx.explicit is not None:
+        raise TransactionError(
+            f"{statement} cannot run inside BEGIN ... COMMIT",
+            hint="COMMIT or ROLLBACK first: catalog changes take effect at once and cannot "
+            "be rolled back.",
+        )

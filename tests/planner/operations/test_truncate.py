@@ -1,0 +1,45 @@
+"""TRUNCATE TABLE: one commit removing every file; other readers agree; history kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import txsql
+from tests.interop.readers import deltalake_rows, duckdb_rows
+from txsql.errors import TableNotFoundError, UnsupportedStatementError
+
+pytestmark = pytest.mark.spark
+
+
+def test_truncate_removes_every_row_in_one_commit(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id INT, p STRING) PARTITIONED BY (p)")
+    s.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'b')")
+    s.sql("DELETE FROM t WHERE id = 3")
+    result = s.sql("TRUNCATE TABLE t")
+    assert result.version == 3 and result.operation == "TRUNCATE"
+    location = str(tmp_path / "wh" / "t")
+    assert duckdb_rows(location, 3, "id") == []
+    assert deltalake_rows(location, 3, "id") == []
+    assert duckdb_rows(location, 2, "id") == [(1,), (2,)]  # time travel still reads them
+    assert s.sql("SELECT count(*) AS n FROM t").df.first().n == 0
+    history = s.sql("DESCRIBE HISTORY t LIMIT 1").df.collect()
+    assert [(h.version, h.operation) for h in history] == [(3, "TRUNCATE")]
+    assert history[0].operationMetrics["numRemovedFiles"] == "2"
+    s.sql("INSERT INTO t VALUES (4, 'c')")  # still the same table, still writable
+    assert deltalake_rows(location, 4, "id, p") == [(4, "c")]
+
+
+def test_truncate_errors(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id INT, p STRING) PARTITIONED BY (p)")
+    s.sql("INSERT INTO t VALUES (1, 'a')")
+    with pytest.raises(UnsupportedStatementError, match="PARTITION") as info:
+        s.sql("TRUNCATE TABLE t PARTITION (p = 'a')")
+    assert "DELETE FROM" in (info.value.hint or "")
+    with pytest.raises(TableNotFoundError):
+        s.sql("TRUNCATE TABLE missing")
+    assert s.sql("SELECT count(*) AS n FROM t").df.first().n == 1

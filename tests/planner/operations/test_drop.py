@@ -96,7 +96,7 @@ def test_drop_racing_a_writer_never_leaves_a_valid_looking_table(
         raise OSError("crash while deleting the log")
 
     monkeypatch.setattr(drop, "_remove_tree", crash)
-    with pytest.raises(OSError, match="crash"):
+    with pytest.raises(TxSqlError, match="crash"):
         s.sql("DROP TABLE u")
     location = str(tmp_path / "wh" / "u")
     assert not [n for n in os.listdir(location) if n != "_delta_log"], "data deleted first"

@@ -30,7 +30,7 @@ def test_show_create_table_round_trips(spark: Any, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     s = txsql.Session(spark, warehouse=str(wh))
     s.sql(
-        "CREATE TABLE t (id BIGINT NOT NULL COMMENT 'it''s the key', `odd name` STRING, "
+        "CREATE TABLE t (id BIGINT NOT NULL COMMENT 'it\\'s the key', `odd name` STRING, "
         "tags ARRAY<STRING>, v VARCHAR(3), p DATE) PARTITIONED BY (p) COMMENT 'c' "
         "TBLPROPERTIES ('delta.appendOnly' = 'true', 'team' = 'x')"
     )

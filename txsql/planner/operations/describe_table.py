@@ -88,14 +88,16 @@ def _details(ctx: RunContext, ref: TableRef, snapshot: Snapshot) -> list[tuple[s
     return out
 
 
-def properties(snapshot: Snapshot) -> list[tuple[str, str]]:
-    """Delta's table properties: the configuration, the protocol versions and features."""
+def properties(snapshot: Snapshot, with_features: bool = True) -> list[tuple[str, str]]:
+    """Delta's table properties: the configuration, the protocol versions and (unless
+    ``with_features`` is False) one ``delta.feature.<name> = supported`` per feature."""
     protocol = snapshot.protocol
     found = dict(snapshot.metadata.configuration)
     found["delta.minReaderVersion"] = str(protocol.min_reader_version)
     found["delta.minWriterVersion"] = str(protocol.min_writer_version)
-    for feature in features.reader_features(protocol) | features.writer_features(protocol):
-        found[f"delta.feature.{feature}"] = "supported"
+    if with_features:
+        for feature in features.reader_features(protocol) | features.writer_features(protocol):
+            found.setdefault(f"delta.feature.{feature}", "supported")
     return sorted(found.items())
 
 

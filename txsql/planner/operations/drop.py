@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from txsql.errors import SchemaNotFoundError, TableNotFoundError, TransactionError
+from txsql.errors import CorruptLogError, SchemaNotFoundError, TableNotFoundError, TransactionError
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import RunContext
@@ -64,7 +64,10 @@ def drop_table(catalog: Catalog, ref: TableRef) -> tuple[bool, str, int | None]:
     """Drop an existing table; returns (managed, location, its last version)."""
     managed = catalog.is_managed(ref)
     location = catalog.location(ref)
-    version = catalog.log(ref).latest_version()
+    try:
+        version = catalog.log(ref).latest_version()
+    except CorruptLogError:
+        version = None  # a DROP that crashed half way broke the log: finish the job
     catalog.unregister(ref)
     if managed:
         delete_table_files(location)

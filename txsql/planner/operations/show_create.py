@@ -53,7 +53,9 @@ def run_show_create_table(ctx: RunContext, statement: ShowCreateTable, text: str
         lines.append(f"COMMENT {sql_string(metadata.description)}")
     if external and ref.name is not None:
         lines.append(f"LOCATION {sql_string(snapshot.table_root)}")
-    props = properties(snapshot)
+    # The features follow from the configuration and the versions (CREATE derives them);
+    # printed as properties they would land in the copy's configuration as well.
+    props = properties(snapshot, with_features=False)
     if props:
         items = ",\n".join(f"  {sql_string(k)} = {sql_string(v)}" for k, v in props)
         lines.append(f"TBLPROPERTIES (\n{items})")

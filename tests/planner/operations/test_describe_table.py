@@ -23,13 +23,12 @@ def test_describe_show_properties_and_columns(spark: Any, tmp_path: Path) -> Non
     s.sql("INSERT INTO t VALUES (1, 'a', 1.5, 'x')")
     rows = [tuple(r) for r in s.sql("DESCRIBE t").df.collect()]
     # Spark's own answer for the same schema is the oracle for the type spellings.
-    spark_types = dict(
-        (r.col_name, r.data_type)
+    spark_types = {
+        r.col_name: r.data_type
         for r in spark.sql(
-            "DESCRIBE QUERY SELECT CAST(1 AS BIGINT) id, CAST(1.5 AS DECIMAL(10,2)) amount, "
-            "'x' p"
+            "DESCRIBE QUERY SELECT CAST(1 AS BIGINT) id, CAST(1.5 AS DECIMAL(10,2)) amount, 'x' p"
         ).collect()
-    )
+    }
     assert rows[:4] == [
         ("id", spark_types["id"], "key"),
         ("name", "varchar(5)", None),
@@ -41,7 +40,7 @@ def test_describe_show_properties_and_columns(spark: Any, tmp_path: Path) -> Non
         ("# col_name", "data_type", "comment"),
         ("p", "string", None),
     ]
-    extended = dict((r.col_name, r.data_type) for r in s.sql("DESC TABLE EXTENDED t").df.collect())
+    extended = {r.col_name: r.data_type for r in s.sql("DESC TABLE EXTENDED t").df.collect()}
     assert extended["Provider"] == "delta" and extended["Type"] == "MANAGED"
     assert extended["Version"] == "1" and extended["Name"] == "default.t"
     assert extended["Location"].endswith("/wh/t") and extended["Comment"] == "about t"

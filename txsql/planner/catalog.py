@@ -5,12 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from txsql.errors import (
-    SchemaNotFoundError,
     SqlError,
     TableExistsError,
     TableNotFoundError,
@@ -24,6 +22,13 @@ from txsql.planner.locations import (
     sql_string,
     timestamp_ms,
 )
+from txsql.planner.schema_catalog import (
+    DEFAULT_SCHEMA,
+    IDENTIFIER,
+    SchemaCatalog,
+    SchemaInfo,
+    check_identifier,
+)
 from txsql.planner.sql.statements import TableRef
 from txsql.storage.filesystem import FileIO, LocalFileIO
 from txsql.storage.paths import parse_location
@@ -35,6 +40,7 @@ __all__ = [
     "DEFAULT_SCHEMA",
     "Catalog",
     "QualifiedName",
+    "SchemaCatalog",
     "SchemaInfo",
     "check_identifier",
     "check_location_empty",
@@ -46,9 +52,6 @@ __all__ = [
 
 REGISTRY = "_txsql_catalog.json"  # the old single-file registry: read, never written
 REGISTRY_DIR = "_txsql_catalog"  # one <name>.json per registered name, put-if-absent
-SCHEMA_DIR = "_schemas"  # <REGISTRY_DIR>/_schemas/<schema>.json, one per CREATE SCHEMA
-DEFAULT_SCHEMA = "default"
-_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +65,6 @@ class QualifiedName:
     def key(self) -> str:
         """The catalog key: ``t`` in the default schema (as before schemas), else ``s.t``."""
         return self.table if self.schema == DEFAULT_SCHEMA else f"{self.schema}.{self.table}"
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaInfo:
-    name: str
-    location: str  # where its managed tables go: <warehouse>/<name>.db unless LOCATION
-    comment: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +90,7 @@ class Catalog:
         self.warehouse = parse_location(warehouse).path
         self._fs: FileIO = fs if fs is not None else LocalFileIO()
         self._logs: dict[str, DeltaLog] = {}
+        self.schemas = SchemaCatalog(self.warehouse, self._fs)
         self.current_schema = DEFAULT_SCHEMA  # USE changes it, per session
 
     # --- names ------------------------------------------------------------------------
@@ -105,7 +102,7 @@ class Catalog:
             SqlError: not a valid name. SchemaNotFoundError: the schema does not exist.
         """
         parts = (ref.name or "").split(".")
-        if len(parts) > 2 or not all(_PART.match(p) for p in parts):
+        if len(parts) > 2 or not all(IDENTIFIER.match(p) for p in parts):
             raise SqlError(
                 f"invalid table name {ref.name!r}",
                 hint="Use table or schema.table (letters, digits, underscores), or address a "
@@ -286,61 +283,9 @@ class Catalog:
         self.unregister(old)
         return location
 
-    # --- schemas ----------------------------------------------------------------------
-
     def schema(self, name: str) -> SchemaInfo:
-        """The schema ``name`` (``default`` always exists).
-
-        Raises:
-            SchemaNotFoundError: no such schema.
-        """
-        name = name.lower()
-        if name == DEFAULT_SCHEMA:
-            return SchemaInfo(DEFAULT_SCHEMA, self.warehouse, "default schema")
-        try:
-            data = json.loads(self._fs.read(self._schema_path(name)))
-        except FileNotFoundError:
-            raise SchemaNotFoundError(
-                f"schema {name} does not exist in the warehouse {self.warehouse}"
-            ) from None
-        except ValueError:
-            raise SqlError(
-                f"the catalog entry {self._schema_path(name)} is damaged",
-                hint="Delete the file and CREATE SCHEMA again.",
-            ) from None
-        location = str(data.get("location") or f"{name}.db")
-        if not os.path.isabs(location) and ":" not in location:
-            location = os.path.join(self.warehouse, location)
-        return SchemaInfo(name, location, data.get("comment"))
-
-    def schema_exists(self, name: str) -> bool:
-        try:
-            self.schema(name)
-        except SchemaNotFoundError:
-            return False
-        return True
-
-    def create_schema(self, name: str, comment: str | None, location: str | None) -> bool:
-        """Register a schema (put-if-absent); False if it already exists."""
-        name = check_identifier(name, "schema")
-        if name == DEFAULT_SCHEMA:
-            return False
-        stored = parse_location(location).path if location is not None else f"{name}.db"
-        body = json.dumps({"name": name, "comment": comment, "location": stored}, sort_keys=True)
-        try:
-            self._fs.write_if_absent(self._schema_path(name), body.encode())
-        except FileExistsError:
-            return False
-        return True
-
-    def drop_schema_entry(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._fs.delete(self._schema_path(name.lower()))
-
-    def schemas(self) -> list[str]:
-        directory = os.path.join(self.warehouse, REGISTRY_DIR, SCHEMA_DIR)
-        found = {f.name[: -len(".json")] for f in self._fs.list_dir(directory)}
-        return sorted({DEFAULT_SCHEMA} | {n for n in found if _PART.match(n)})
+        """The schema ``name``; raises SchemaNotFoundError (see :class:`SchemaCatalog`)."""
+        return self.schemas.get(name)
 
     def tables(self, schema: str) -> list[str]:
         """The table names (without schema) of ``schema`` that have a Delta log."""
@@ -365,7 +310,7 @@ class Catalog:
             for entry in os.scandir(self.warehouse):
                 if (
                     entry.is_dir()
-                    and _PART.match(entry.name)
+                    and IDENTIFIER.match(entry.name)
                     and os.path.isdir(os.path.join(entry.path, "_delta_log"))
                     and entry.path not in claimed
                 ):
@@ -405,9 +350,6 @@ class Catalog:
     def _entry_path(self, key: str) -> str:
         return os.path.join(self.warehouse, REGISTRY_DIR, f"{key}.json")
 
-    def _schema_path(self, name: str) -> str:
-        return os.path.join(self.warehouse, REGISTRY_DIR, SCHEMA_DIR, f"{name}.json")
-
     def _entry(self, key: str) -> _Entry | None:
         try:
             data = json.loads(self._fs.read(self._entry_path(key)))
@@ -437,12 +379,3 @@ class Catalog:
         except FileNotFoundError:
             return {}
         return data
-
-
-def check_identifier(name: str, kind: str) -> str:
-    """``name`` lower-cased if it is a valid schema/table identifier."""
-    if not _PART.match(name):
-        raise SqlError(
-            f"invalid {kind} name {name!r}", hint="Use letters, digits and underscores."
-        )
-    return name.lower()

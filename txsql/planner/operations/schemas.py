@@ -31,7 +31,7 @@ from txsql.result import Result
 def run_create_schema(ctx: RunContext, statement: CreateSchema, text: str) -> Result:
     refuse_in_transaction(ctx, "CREATE SCHEMA")
     name = check_identifier(statement.name, "schema")
-    if ctx.catalog.create_schema(name, statement.comment, statement.location):
+    if ctx.catalog.schemas.create(name, statement.comment, statement.location):
         return Result(text, "CREATE SCHEMA", message=f"created schema {name}")
     if statement.if_not_exists:
         return Result(text, "CREATE SCHEMA", message=f"schema {name} already exists; nothing done")
@@ -46,7 +46,7 @@ def run_drop_schema(ctx: RunContext, statement: DropSchema, text: str) -> Result
         raise SqlError(
             "the default schema cannot be dropped", hint="Drop its tables one by one instead."
         )
-    if not ctx.catalog.schema_exists(name):
+    if not ctx.catalog.schemas.exists(name):
         if statement.if_exists:
             return Result(text, "DROP SCHEMA", message=f"schema {name} does not exist")
         raise SchemaNotFoundError(f"schema {name} does not exist")
@@ -59,7 +59,7 @@ def run_drop_schema(ctx: RunContext, statement: DropSchema, text: str) -> Result
     for table in tables:
         drop_table(ctx.catalog, TableRef(name=f"{name}.{table}"))
     location = ctx.catalog.schema(name).location
-    ctx.catalog.drop_schema_entry(name)
+    ctx.catalog.schemas.drop(name)
     _remove_if_empty(location)
     if ctx.catalog.current_schema == name:
         ctx.catalog.current_schema = DEFAULT_SCHEMA  # as Spark: the session falls back
@@ -80,7 +80,7 @@ def run_use(ctx: RunContext, statement: UseSchema, text: str) -> Result:
 
 
 def run_show_schemas(ctx: RunContext, statement: ShowSchemas, text: str) -> Result:
-    names = [n for n in ctx.catalog.schemas() if matches(statement.pattern, n)]
+    names = [n for n in ctx.catalog.schemas.names() if matches(statement.pattern, n)]
     df = ctx.spark.createDataFrame([(n,) for n in names], "namespace STRING")
     return Result(text, "SHOW SCHEMAS", df=df)
 
@@ -105,7 +105,6 @@ def matches(pattern: str | None, name: str) -> bool:
     if pattern is None:
         return True
     alternatives = [
-        ".*".join(re.escape(part) for part in alt.strip().split("*"))
-        for alt in pattern.split("|")
+        ".*".join(re.escape(part) for part in alt.strip().split("*")) for alt in pattern.split("|")
     ]
     return re.fullmatch("|".join(alternatives), name, re.IGNORECASE) is not None

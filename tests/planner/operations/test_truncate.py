@@ -9,7 +9,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import TableNotFoundError, UnsupportedStatementError
+from txsql.errors import CommitConflictError, TableNotFoundError, UnsupportedStatementError
 
 pytestmark = pytest.mark.spark
 
@@ -43,3 +43,28 @@ def test_truncate_errors(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(TableNotFoundError):
         s.sql("TRUNCATE TABLE missing")
     assert s.sql("SELECT count(*) AS n FROM t").df.first().n == 1
+
+
+def test_truncate_racing_writers_ends_in_a_serial_order(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id INT)")
+
+    def ids() -> list[int]:
+        return sorted(r.id for r in s.sql("SELECT id FROM t").df.collect())
+
+    # A blind append racing a TRUNCATE: the only serial order a commit after the
+    # TRUNCATE can stand for is "TRUNCATE, then INSERT".
+    s.sql("INSERT INTO t VALUES (1), (2)")
+    tx = s.begin()
+    tx.sql("INSERT INTO t VALUES (9)")
+    s.sql("TRUNCATE TABLE t")
+    tx.commit()
+    assert ids() == [9]
+    # An UPDATE that read the rows TRUNCATE removed: both serial orders leave no rows;
+    # committing its rewritten rows after the TRUNCATE would resurrect them.
+    tx = s.begin()
+    tx.sql("UPDATE t SET id = id + 1")
+    s.sql("TRUNCATE TABLE t")
+    with pytest.raises(CommitConflictError):
+        tx.commit()  # refused: the table stays as TRUNCATE left it
+    assert ids() == []

@@ -128,7 +128,7 @@ class Catalog:
 
     def registered_location(self, name: str) -> str | None:
         """The location registered for the table ``name`` (``t`` or ``s.t``), if any."""
-        entry = self._entry(self.qualify(TableRef(name=name)).key)
+        entry = self._resolve(self.qualify(TableRef(name=name)))
         return entry.location if entry is not None else None
 
     def is_managed(self, ref: TableRef) -> bool:
@@ -163,6 +163,22 @@ class Catalog:
                 hint=f"Use {renamed}.",
             )
         return log
+
+    def check_default_location_free(self, ref: TableRef) -> None:
+        """Refuse a CREATE of ``ref`` in its managed place if a renamed table still lives there.
+
+        Raises:
+            TableExistsError: ``ALTER TABLE ref RENAME TO other`` left ``other``'s files at
+                ``ref``'s managed location (renames never move files).
+        """
+        renamed = self._renamed_to(ref)
+        if renamed is not None:
+            location = self.default_location(self.qualify(ref))
+            raise TableExistsError(
+                f"cannot create {ref.display} at {location}: the table {renamed} (renamed from "
+                f"{ref.display}) still lives there",
+                hint=f"Give {ref.display} a LOCATION elsewhere, or pick another name.",
+            )
 
     def _renamed_to(self, ref: TableRef) -> str | None:
         """The name that owns an unregistered name's managed directory (after a RENAME)."""

@@ -27,6 +27,11 @@ def test_rename_moves_the_name_not_the_files(spark: Any, tmp_path: Path) -> None
     with pytest.raises(TableNotFoundError, match="belong to u"):
         s.sql("INSERT INTO t VALUES (3)")
     assert "t" not in s.catalog.names() and "u" in s.catalog.names()
+    for create in ("CREATE TABLE t (id INT)", "CREATE TABLE IF NOT EXISTS t (id INT)"):
+        with pytest.raises(TableExistsError, match="renamed from t") as info:
+            s.sql(create)  # t does not exist, but its managed place is u's: never "done"
+        assert "LOCATION" in (info.value.hint or "")
+    s.sql(f"CREATE TABLE t (x STRING) LOCATION '{tmp_path / 't_new'}'")
     assert s.sql("DESCRIBE HISTORY u").df.count() == 3  # no commit for a rename
     # still a managed table: DROP deletes the files
     s.sql("DROP TABLE u")

@@ -51,7 +51,66 @@ class StorageError(TxSqlError):
 class UnsupportedStorageError(StorageError):
     """The table location uses a URI scheme txsql cannot write to."""
 
-    default_hint = "Use a local path or a file: URI; object stores are not supported yet."
+    default_hint = (
+        "Use a local path, file://, s3:// (or s3a://), gs://, abfss:// or az:// locations."
+    )
+
+
+class StorageCredentialsError(StorageError):
+    """The object store refused us, or no credentials were found for it."""
+
+    default_hint = (
+        "Set credentials in Session(storage_options={...}) (e.g. access_key_id and "
+        "secret_access_key for S3), in the environment (AWS_ACCESS_KEY_ID, "
+        "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_KEY, ...) or in Spark's "
+        "Hadoop configuration (spark.hadoop.fs.s3a.access.key, ...)."
+    )
+
+
+class BucketNotFoundError(StorageError):
+    """The bucket or container of a location does not exist."""
+
+    default_hint = (
+        "Create the bucket first (txsql never creates buckets), or fix the bucket name and "
+        "the endpoint in the location / storage_options."
+    )
+
+
+class StorageUnreachableError(StorageError):
+    """The object store's endpoint did not answer (DNS, connection refused, timeout)."""
+
+    default_hint = (
+        "Check the endpoint (storage_options 'endpoint', AWS_ENDPOINT_URL or "
+        "spark.hadoop.fs.s3a.endpoint), the network and any proxy, then re-run the statement."
+    )
+
+
+class StorageRegionError(StorageError):
+    """The bucket lives in another region than the one requests are signed for."""
+
+    default_hint = (
+        "Set the bucket's region: storage_options={'region': ...}, AWS_REGION, or "
+        "spark.hadoop.fs.s3a.endpoint.region."
+    )
+
+
+class ConditionalWriteUnsupportedError(StorageError):
+    """The store does not honour put-if-absent (``If-None-Match: *``) writes."""
+
+    default_hint = (
+        "txsql commits with conditional PUTs and cannot run safely without them. Use a store "
+        "that supports them (AWS S3, GCS, Azure, MinIO, recent Ceph/R2), or upgrade the "
+        "S3-compatible server; nothing was written to the table."
+    )
+
+
+class InvalidStorageOptionError(StorageError):
+    """A ``storage_options`` key or value the object store does not understand."""
+
+    default_hint = (
+        "Check the key against the obstore/object_store configuration names for this store "
+        "(e.g. endpoint, region, access_key_id, secret_access_key, allow_http)."
+    )
 
 
 class VersionExistsError(StorageError):
@@ -73,6 +132,17 @@ class SparkStartError(TxSqlError):
     default_hint = (
         "Check that Java 17+ is installed and JAVA_HOME points to it, then run "
         "%reload_ext txsql (or pass --spark with a session you built yourself)."
+    )
+
+
+class ExecutorSetupError(TxSqlError):
+    """Spark's executors cannot import txsql (they run its DV and storage code)."""
+
+    default_hint = (
+        "Install txsql on every node of the cluster (pip install txsql, in the Python that "
+        "PYSPARK_PYTHON names), or ship it with the job: build a wheel or zip of the txsql "
+        "package and set spark.submit.pyFiles (or call spark.addArtifacts(..., pyfile=True) "
+        "on Spark Connect) before the first statement."
     )
 
 
@@ -432,9 +502,68 @@ class MagicUsageError(TxSqlError):
     """The magic line itself is wrong (unknown option, bad value, missing variable)."""
 
 
+# --- column rules (constraints, generated, identity, defaults) ------------------------
+
+
+class ConstraintViolationError(SchemaError):
+    """A written row breaks a rule the table declares; the statement wrote nothing.
+
+    [Delta: DELTA_VIOLATE_CONSTRAINT_WITH_VALUES, SQLSTATE 23001]
+    """
+
+    default_hint = "Fix or filter the offending rows; the table is unchanged."
+
+
+class CheckConstraintViolationError(ConstraintViolationError):
+    """A row makes a CHECK constraint (or a legacy invariant) FALSE or NULL."""
+
+    default_hint = (
+        "Fix or filter the rows that break the constraint (NULL breaks it too), or "
+        "ALTER TABLE t DROP CONSTRAINT c if the rule is wrong; the table is unchanged."
+    )
+
+
+class NotNullViolationError(ConstraintViolationError):
+    """A NULL was written to a NOT NULL column. [Delta: DELTA_NOT_NULL_CONSTRAINT_VIOLATED]"""
+
+    default_hint = (
+        "Give the column a value (e.g. COALESCE(x, 0)), or ALTER TABLE t ALTER COLUMN c DROP "
+        "NOT NULL; the table is unchanged."
+    )
+
+
+class GeneratedColumnMismatchError(ConstraintViolationError):
+    """An explicit value differs from what a generated column's expression computes."""
+
+    default_hint = (
+        "Leave the generated column out of the INSERT column list (txsql computes it), or "
+        "write exactly the expression's value; the table is unchanged."
+    )
+
+
+class IdentityColumnError(SchemaError):
+    """A write gives a value to a GENERATED ALWAYS identity column, or updates one.
+
+    [Delta: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED]
+    """
+
+    default_hint = (
+        "Leave the identity column out of the INSERT column list; txsql hands out its "
+        "values. Use GENERATED BY DEFAULT AS IDENTITY to allow explicit values."
+    )
+
+
+class ConstraintDefinitionError(SchemaError):
+    """ADD/DROP CONSTRAINT, SET NOT NULL or a column rule cannot be defined as asked."""
+
+    default_hint = "See DESCRIBE DETAIL of the table for its constraints and columns."
+
+
 __all__ = [
     "AppendOnlyTableError",
+    "BucketNotFoundError",
     "CharVarcharLengthError",
+    "CheckConstraintViolationError",
     "CheckpointFallbackWarning",
     "ChecksumMismatchError",
     "ChecksumUnreadableWarning",
@@ -444,16 +573,24 @@ __all__ = [
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
+    "ConditionalWriteUnsupportedError",
+    "ConstraintDefinitionError",
+    "ConstraintViolationError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
     "DataFileError",
     "DiskFullError",
+    "ExecutorSetupError",
     "ExpressionTooDeepError",
+    "GeneratedColumnMismatchError",
+    "IdentityColumnError",
+    "InvalidStorageOptionError",
     "InvalidTablePropertyError",
     "MagicUsageError",
     "MergeCardinalityError",
     "MetadataChangedError",
     "NonEmptyLocationError",
+    "NotNullViolationError",
     "ProtocolChangedError",
     "RestoreError",
     "RetentionTooShortError",
@@ -464,7 +601,10 @@ __all__ = [
     "SparkStartError",
     "SqlError",
     "SqlParseError",
+    "StorageCredentialsError",
     "StorageError",
+    "StorageRegionError",
+    "StorageUnreachableError",
     "StorageWriteError",
     "TableCreatedConcurrentlyError",
     "TableExistsError",

@@ -30,8 +30,9 @@ from txsql.planner.schema_catalog import (
     check_identifier,
 )
 from txsql.planner.sql.statements import TableRef
-from txsql.storage.filesystem import FileIO, LocalFileIO
-from txsql.storage.paths import parse_location
+from txsql.storage.factory import file_io_for
+from txsql.storage.filesystem import FileIO
+from txsql.storage.paths import join, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,8 +88,12 @@ class Catalog:
     """
 
     def __init__(self, warehouse: str, fs: FileIO | None = None) -> None:
-        self.warehouse = parse_location(warehouse).path
-        self._fs: FileIO = fs if fs is not None else LocalFileIO()
+        # A local directory or an object-store prefix; entries go through its FileIO
+        # (conditional PUTs on object stores, so CREATE stays put-if-absent there too).
+        location = parse_location(warehouse)
+        self.warehouse = location.root
+        self._local = location.is_local
+        self._fs: FileIO = fs if fs is not None else file_io_for(location)
         self._logs: dict[str, DeltaLog] = {}
         self.schemas = SchemaCatalog(self.warehouse, self._fs)
         self.current_schema = DEFAULT_SCHEMA  # USE changes it, per session
@@ -115,7 +120,7 @@ class Catalog:
 
     def location(self, ref: TableRef) -> str:
         if ref.path is not None:
-            return parse_location(ref.path).path
+            return parse_location(ref.path).root
         name = self.qualify(ref)
         entry = self._resolve(name)
         return entry.location if entry is not None else self.default_location(name)
@@ -123,8 +128,8 @@ class Catalog:
     def default_location(self, name: QualifiedName) -> str:
         """Where a managed table of this name lives."""
         if name.schema == DEFAULT_SCHEMA:
-            return os.path.join(self.warehouse, name.table)
-        return os.path.join(self.schema(name.schema).location, name.table)
+            return join(self.warehouse, name.table)
+        return join(self.schema(name.schema).location, name.table)
 
     def registered_location(self, name: str) -> str | None:
         """The location registered for the table ``name`` (``t`` or ``s.t``), if any."""
@@ -144,7 +149,7 @@ class Catalog:
 
     def forget(self, location: str) -> None:
         """Drop the cached log of a table whose files were deleted (DROP TABLE)."""
-        self._logs.pop(parse_location(location).path, None)
+        self._logs.pop(parse_location(location).root, None)
 
     def exists(self, ref: TableRef) -> bool:
         return self.log(ref).exists() and self._renamed_to(ref) is None
@@ -216,7 +221,7 @@ class Catalog:
             TableExistsError: the name is registered for another location.
         """
         name = self.qualify(ref)
-        wanted = parse_location(location).path
+        wanted = parse_location(location).root
         legacy = self._legacy_registry().get(name.key)
         if legacy is not None and legacy != wanted:
             raise self._taken(ref, legacy)
@@ -243,7 +248,7 @@ class Catalog:
         """Undo a :meth:`claim` of ours whose CREATE failed before any table existed."""
         name = self.qualify(ref)
         entry = self._entry(name.key)
-        if entry is None or entry.location != parse_location(location).path:
+        if entry is None or entry.location != parse_location(location).root:
             return
         if DeltaLog.for_path(location).exists():
             return  # a racing CREATE to the same location won: the entry is right
@@ -260,7 +265,7 @@ class Catalog:
         if key in self._legacy_registry():
             raise SqlError(
                 f"table {ref.display} is registered in the old single-file catalog "
-                f"{os.path.join(self.warehouse, REGISTRY)}",
+                f"{join(self.warehouse, REGISTRY)}",
                 hint="Remove its entry from that file by hand (txsql never rewrites it).",
             )
         try:
@@ -322,12 +327,14 @@ class Catalog:
         found = {k for k, e in entries.items() if DeltaLog.for_path(e.location).exists()}
         found |= set(self._legacy_registry())
         claimed = {e.location for e in entries.values()}
-        if os.path.isdir(self.warehouse):
+        # Unregistered table directories (copied in, or made by other writers): local
+        # warehouses only; on an object store every txsql CREATE registers its name.
+        if self._local and os.path.isdir(self.warehouse):
             for entry in os.scandir(self.warehouse):
                 if (
                     entry.is_dir()
                     and IDENTIFIER.match(entry.name)
-                    and os.path.isdir(os.path.join(entry.path, "_delta_log"))
+                    and os.path.isdir(join(entry.path, "_delta_log"))
                     and entry.path not in claimed
                 ):
                     found.add(entry.name.lower())
@@ -346,7 +353,7 @@ class Catalog:
         return None
 
     def _entries(self) -> dict[str, _Entry]:
-        directory = os.path.join(self.warehouse, REGISTRY_DIR)
+        directory = join(self.warehouse, REGISTRY_DIR)
         out = {}
         for status in self._fs.list_dir(directory):
             if status.name.endswith(".json"):
@@ -364,7 +371,7 @@ class Catalog:
         )
 
     def _entry_path(self, key: str) -> str:
-        return os.path.join(self.warehouse, REGISTRY_DIR, f"{key}.json")
+        return join(self.warehouse, REGISTRY_DIR, f"{key}.json")
 
     def _entry(self, key: str) -> _Entry | None:
         try:
@@ -384,12 +391,12 @@ class Catalog:
         location = str(location)
         relative = not os.path.isabs(location) and ":" not in location
         if relative:
-            location = os.path.join(self.warehouse, location)  # a table in the warehouse
+            location = join(self.warehouse, location)  # a table in the warehouse
         # Entries written before schemas had no "managed": relative ones were managed.
         return _Entry(location, bool(data.get("managed", relative)))
 
     def _legacy_registry(self) -> dict[str, str]:
-        path = os.path.join(self.warehouse, REGISTRY)
+        path = join(self.warehouse, REGISTRY)
         try:
             data: dict[str, str] = json.loads(self._fs.read(path))
         except FileNotFoundError:

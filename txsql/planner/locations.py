@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from txsql.engine.write import STAGING_DIR
 from txsql.errors import NonEmptyLocationError, SqlError, VersionNotFoundError
+from txsql.storage.factory import file_io_for
+from txsql.storage.paths import join, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,6 +58,9 @@ def check_location_empty(location: str) -> None:
     Raises:
         NonEmptyLocationError: naming the location and a few of the entries in it.
     """
+    if not parse_location(location).is_local:
+        _check_object_store_location_empty(location)
+        return
     try:
         entries = sorted(os.listdir(location))
     except FileNotFoundError:
@@ -75,6 +80,23 @@ def check_location_empty(location: str) -> None:
         )
 
 
+def _check_object_store_location_empty(location: str) -> None:
+    """:func:`check_location_empty` for an object-store prefix (objects, no directories)."""
+    root = parse_location(location).root
+    fs = file_io_for(root)
+    if fs.list_dir(join(root, "_delta_log")):
+        return
+    others = sorted(
+        {f.name.split("/", 1)[0] for f in fs.list_tree(root)} - {STAGING_DIR, "_delta_log"}
+    )
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise NonEmptyLocationError(
+            f"cannot create a table at {root}: objects already exist under it and it holds "
+            f"no Delta log (it contains {shown})"
+        )
+
+
 def claim_location(location: str) -> bool:
     """Mark ``location`` as a table being created (an empty ``_delta_log`` directory).
 
@@ -82,6 +104,8 @@ def claim_location(location: str) -> bool:
     sees a Delta log being created rather than a non-empty directory of strangers' files.
     Returns whether the table directory itself existed before.
     """
+    if not parse_location(location).is_local:
+        return True  # object stores have no directories to claim (or to clean up)
     existed = os.path.isdir(location)
     os.makedirs(os.path.join(location, "_delta_log"), exist_ok=True)
     return existed
@@ -94,6 +118,8 @@ def release_location(location: str, remove_root: bool) -> None:
     (or anything else in the directory) is never touched; the table directory itself
     only if the CREATE made it.
     """
+    if not parse_location(location).is_local:
+        return
     directories = [os.path.join(location, "_delta_log")] + ([location] if remove_root else [])
     for directory in directories:
         try:

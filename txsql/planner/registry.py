@@ -17,6 +17,11 @@ from txsql.planner.operations.alter import (
     run_set_properties,
     run_unset_properties,
 )
+from txsql.planner.operations.constraints import (
+    run_add_constraint,
+    run_alter_column,
+    run_drop_constraint,
+)
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.describe_table import (
@@ -26,6 +31,7 @@ from txsql.planner.operations.describe_table import (
 )
 from txsql.planner.operations.drop import run_drop_table
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
+from txsql.planner.operations.merge.explain import explain_merge
 from txsql.planner.operations.merge.run import run_merge
 from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.operations.overwrite import run_insert_overwrite
@@ -46,6 +52,9 @@ from txsql.planner.operations.vacuum import run_vacuum
 from txsql.planner.operations.writes import run_create_table, run_insert
 from txsql.planner.sql.statements import (
     AlterAddColumns,
+    AlterAddConstraint,
+    AlterColumn,
+    AlterDropConstraint,
     AlterSetProperties,
     AlterUnsetProperties,
     CreateSchema,
@@ -99,10 +108,13 @@ STATEMENTS: dict[type, Entry] = {
     Query: Entry(run_query, explain_query),
     Delete: Entry(run_delete, explain_dml),
     Update: Entry(run_update, explain_dml),
-    Merge: Entry(run_merge),
+    Merge: Entry(run_merge, explain_merge),
     AlterSetProperties: Entry(run_set_properties),
     AlterUnsetProperties: Entry(run_unset_properties),
     AlterAddColumns: Entry(run_add_columns),
+    AlterAddConstraint: Entry(run_add_constraint),
+    AlterDropConstraint: Entry(run_drop_constraint),
+    AlterColumn: Entry(run_alter_column),
     DescribeHistory: Entry(run_describe_history),
     DescribeDetail: Entry(run_describe_detail),
     RestoreTable: Entry(run_restore),

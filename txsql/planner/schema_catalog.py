@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from txsql.errors import SchemaNotFoundError, SqlError
 from txsql.storage.filesystem import FileIO
-from txsql.storage.paths import parse_location
+from txsql.storage.paths import join, parse_location
 
 DEFAULT_SCHEMA = "default"
-SCHEMA_DIR = os.path.join("_txsql_catalog", "_schemas")
+SCHEMA_DIR = "_txsql_catalog/_schemas"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -37,7 +37,7 @@ def check_identifier(name: str, kind: str) -> str:
 
 
 class SchemaCatalog:
-    """The schemas of the warehouse at ``warehouse`` (an absolute local path)."""
+    """The schemas of the warehouse at ``warehouse`` (a local path or object-store root)."""
 
     def __init__(self, warehouse: str, fs: FileIO) -> None:
         self.warehouse = warehouse
@@ -65,7 +65,7 @@ class SchemaCatalog:
             ) from None
         location = str(data.get("location") or f"{name}.db")
         if not os.path.isabs(location) and ":" not in location:
-            location = os.path.join(self.warehouse, location)  # relative: in the warehouse
+            location = join(self.warehouse, location)  # relative: in the warehouse
         return SchemaInfo(name, location, data.get("comment"))
 
     def exists(self, name: str) -> bool:
@@ -82,7 +82,7 @@ class SchemaCatalog:
         if name == DEFAULT_SCHEMA:
             return False
         # Without LOCATION the place is stored relative, so a copied warehouse keeps it.
-        stored = parse_location(location).path if location is not None else f"{name}.db"
+        stored = parse_location(location).root if location is not None else f"{name}.db"
         body = json.dumps({"name": name, "comment": comment, "location": stored}, sort_keys=True)
         try:
             self._fs.write_if_absent(self._path(name), body.encode())
@@ -95,9 +95,9 @@ class SchemaCatalog:
             self._fs.delete(self._path(name.lower()))
 
     def names(self) -> list[str]:
-        directory = os.path.join(self.warehouse, SCHEMA_DIR)
+        directory = join(self.warehouse, SCHEMA_DIR)
         found = {f.name[: -len(".json")] for f in self._fs.list_dir(directory)}
         return sorted({DEFAULT_SCHEMA} | {n for n in found if IDENTIFIER.match(n)})
 
     def _path(self, name: str) -> str:
-        return os.path.join(self.warehouse, SCHEMA_DIR, f"{name}.json")
+        return join(self.warehouse, SCHEMA_DIR, f"{name}.json")

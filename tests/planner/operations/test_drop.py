@@ -19,8 +19,8 @@ from txsql.errors import (
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import REGISTRY_DIR
-from txsql.planner.operations import drop
 from txsql.planner.sql.statements import TableRef
+from txsql.storage.filesystem import LocalFileIO
 
 pytestmark = pytest.mark.spark
 
@@ -92,10 +92,14 @@ def test_drop_racing_a_writer_never_leaves_a_valid_looking_table(
     s.sql("INSERT INTO u VALUES (1)")
     s.sql("INSERT INTO u VALUES (2)")
 
-    def crash(path: str) -> None:
-        raise OSError("crash while deleting the log")
+    real_delete = LocalFileIO.delete
 
-    monkeypatch.setattr(drop, "_remove_tree", crash)
+    def crash_in_log(self: LocalFileIO, path: str) -> None:
+        if "/_delta_log/" in path and "/u/" in path and not path.endswith("0.json"):
+            raise OSError("crash while deleting the log")
+        real_delete(self, path)
+
+    monkeypatch.setattr(LocalFileIO, "delete", crash_in_log)
     with pytest.raises(TxSqlError, match="crash"):
         s.sql("DROP TABLE u")
     location = str(tmp_path / "wh" / "u")

@@ -29,7 +29,7 @@ from txsql.planner.catalog import Catalog
 from txsql.planner.context import RunContext
 from txsql.planner.sql.statements import DropTable, TableRef
 from txsql.result import Result
-from txsql.storage.paths import LOG_DIR, classify_log_file
+from txsql.storage.paths import LOG_DIR, classify_log_file, join, parse_location
 
 
 def run_drop_table(ctx: RunContext, statement: DropTable, text: str) -> Result:
@@ -76,45 +76,36 @@ def drop_table(catalog: Catalog, ref: TableRef) -> tuple[bool, str, int | None]:
 
 
 def delete_table_files(location: str) -> None:
-    """Delete a managed table's directory in the order the module docstring explains."""
+    """Delete a managed table's files in the order the module docstring explains.
+
+    Through the table's FileIO, so it works on object stores too; local directories
+    left empty are removed at the end.
+    """
     log = DeltaLog.for_path(location)
     store = log.store
     listing = store.list_log()
-    commits = sorted(
-        (parsed.version, status.name)
-        for status in listing
-        if (parsed := classify_log_file(status.name)) is not None and parsed.kind == "commit"
-    )
-    breakers = [s.name for s in listing if s.name == "_last_checkpoint"]
-    breakers += [
-        s.name
-        for s in listing
-        if (parsed := classify_log_file(s.name)) is not None and parsed.kind != "commit"
-    ]
+    kinds = {s.name: classify_log_file(s.name) for s in listing}
+    commits = sorted((k.version, n) for n, k in kinds.items() if k and k.kind == "commit")
+    breakers = [n for n in kinds if n == "_last_checkpoint"]
+    breakers += [n for n, k in kinds.items() if k is not None and k.kind != "commit"]
     breakers += [name for _, name in commits[:1]]
     for name in breakers:
         with contextlib.suppress(FileNotFoundError):
             store.delete_log_file(name)
     root = log.table_root
-    log_dir = os.path.join(root, LOG_DIR)
-    for directory, _dirs, names in os.walk(root, topdown=False):
-        if directory == log_dir or directory.startswith(log_dir + os.sep):
-            continue
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(directory, name))
-        if directory != root:
-            with contextlib.suppress(OSError):
-                os.rmdir(directory)
-    _remove_tree(log_dir)
-    _remove_tree(root)
+    files = [f.name for f in store.fs.list_tree(root)]
+    log_prefix = LOG_DIR + "/"
+    for name in [n for n in files if not n.startswith(log_prefix)] + [
+        n for n in files if n.startswith(log_prefix)
+    ]:
+        with contextlib.suppress(FileNotFoundError):
+            store.fs.delete(join(root, name))
+    if parse_location(root).is_local:
+        _remove_empty_directories(root)
 
 
-def _remove_tree(path: str) -> None:
-    for directory, _, names in os.walk(path, topdown=False):
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(directory, name))
+def _remove_empty_directories(root: str) -> None:
+    for directory, _, _ in os.walk(root, topdown=False):
         with contextlib.suppress(OSError):
             os.rmdir(directory)
 

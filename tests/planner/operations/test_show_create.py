@@ -39,6 +39,19 @@ def test_show_create_table_round_trips(spark: Any, tmp_path: Path) -> None:
     s.sql(ddl.replace("CREATE TABLE default.t", "CREATE TABLE t_copy", 1))
     assert _definition(wh / "t_copy") == _definition(wh / "t")
 
+    # Generated, identity and DEFAULT columns and CHECK constraints round-trip too.
+    s.sql(
+        "CREATE TABLE g (id BIGINT GENERATED ALWAYS AS IDENTITY (START WITH 5 INCREMENT BY 2), "
+        "a INT DEFAULT 7, b INT GENERATED ALWAYS AS (a * 2)) "
+        "TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')"
+    )
+    s.sql("ALTER TABLE g ADD CONSTRAINT positive CHECK (a > 0)")
+    script = s.sql("SHOW CREATE TABLE g").df.first().createtab_stmt
+    s.sql(script.replace("default.g", "g_copy"))
+    assert _definition(wh / "g_copy") == _definition(wh / "g")
+    s.sql("INSERT INTO g_copy (a) VALUES (3)")
+    assert [tuple(r) for r in s.sql("SELECT * FROM g_copy").df.collect()] == [(5, 3, 6)]
+
     external = tmp_path / "ext"
     s.sql(f"CREATE TABLE e (a INT) LOCATION '{external}'")
     ddl = s.sql("SHOW CREATE TABLE e").df.first().createtab_stmt

@@ -5,6 +5,11 @@ A schema (``DATABASE`` is a synonym) is a catalog entry, ``_txsql_catalog/_schem
 (or under its LOCATION). ``default`` always exists, keeps ``<warehouse>/<table>`` and
 cannot be dropped. USE changes the session's current schema, which unqualified table
 names resolve against.
+
+Schema entries are written put-if-absent, so two racing CREATE SCHEMAs create it once.
+DROP SCHEMA is not atomic with CREATE TABLE: a table created in the schema while a
+DROP SCHEMA ... CASCADE runs can outlive it; its name then fails with SchemaNotFoundError
+until the schema is created again (its entry and files are kept, never lost).
 """
 
 from __future__ import annotations

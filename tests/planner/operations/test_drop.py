@@ -12,6 +12,7 @@ import txsql
 from tests.interop.readers import deltalake_rows
 from txsql.errors import (
     CorruptLogError,
+    SqlError,
     TableNotFoundError,
     TransactionError,
     TxSqlError,
@@ -69,6 +70,8 @@ def test_drop_refusals_are_typed(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(TransactionError, match="inside BEGIN"):
         tx.sql("DROP TABLE t")
     tx.rollback()
+    with pytest.raises(SqlError, match="exactly-once"):
+        s.sql("DROP TABLE t", app_id="job", app_version=1)
     assert s.catalog.exists(TableRef(name="t"))
 
 

@@ -23,7 +23,13 @@ from __future__ import annotations
 import contextlib
 import os
 
-from txsql.errors import CorruptLogError, SchemaNotFoundError, TableNotFoundError, TransactionError
+from txsql.errors import (
+    CorruptLogError,
+    SchemaNotFoundError,
+    SqlError,
+    TableNotFoundError,
+    TransactionError,
+)
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import RunContext
@@ -118,7 +124,14 @@ def _forget_stale_entry(catalog: Catalog, ref: TableRef) -> None:
 
 
 def refuse_in_transaction(ctx: RunContext, statement: str) -> None:
-    """Catalog changes are not transactional: refuse them between BEGIN and COMMIT."""
+    """Catalog changes are not transactional: refuse them between BEGIN and COMMIT, and
+    in an exactly-once call (no table log records their app version)."""
+    if ctx.app is not None:
+        raise SqlError(
+            f"{statement} cannot be exactly-once (app_id/app_version): it changes the "
+            "catalog, where no app version is recorded",
+            hint="Run it without app_id; IF EXISTS / IF NOT EXISTS make a re-run harmless.",
+        )
     if ctx.explicit is not None:
         raise TransactionError(
             f"{statement} cannot run inside BEGIN ... COMMIT",

@@ -164,6 +164,24 @@ class TableExistsError(TxSqlError):
     default_hint = "Use CREATE TABLE IF NOT EXISTS, or pick another name or LOCATION."
 
 
+class SchemaNotFoundError(TxSqlError):
+    """A schema (database) name that the warehouse's catalog does not know."""
+
+    default_hint = "Check the name with SHOW SCHEMAS, or create it with CREATE SCHEMA."
+
+
+class SchemaExistsError(TxSqlError):
+    """CREATE SCHEMA of a name that already exists."""
+
+    default_hint = "Use CREATE SCHEMA IF NOT EXISTS, or pick another name."
+
+
+class SchemaNotEmptyError(TxSqlError):
+    """DROP SCHEMA (RESTRICT) of a schema that still holds tables."""
+
+    default_hint = "Drop its tables first, or use DROP SCHEMA ... CASCADE to drop them too."
+
+
 class CorruptLogError(TxSqlError):
     """A commit or checkpoint could not be parsed or the log has a gap."""
 
@@ -583,6 +601,9 @@ __all__ = [
     "RestoreError",
     "RetentionTooShortError",
     "SchemaError",
+    "SchemaExistsError",
+    "SchemaNotEmptyError",
+    "SchemaNotFoundError",
     "SparkStartError",
     "SqlError",
     "SqlParseError",

@@ -51,7 +51,66 @@ class StorageError(TxSqlError):
 class UnsupportedStorageError(StorageError):
     """The table location uses a URI scheme txsql cannot write to."""
 
-    default_hint = "Use a local path or a file: URI; object stores are not supported yet."
+    default_hint = (
+        "Use a local path, file://, s3:// (or s3a://), gs://, abfss:// or az:// locations."
+    )
+
+
+class StorageCredentialsError(StorageError):
+    """The object store refused us, or no credentials were found for it."""
+
+    default_hint = (
+        "Set credentials in Session(storage_options={...}) (e.g. access_key_id and "
+        "secret_access_key for S3), in the environment (AWS_ACCESS_KEY_ID, "
+        "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_KEY, ...) or in Spark's "
+        "Hadoop configuration (spark.hadoop.fs.s3a.access.key, ...)."
+    )
+
+
+class BucketNotFoundError(StorageError):
+    """The bucket or container of a location does not exist."""
+
+    default_hint = (
+        "Create the bucket first (txsql never creates buckets), or fix the bucket name and "
+        "the endpoint in the location / storage_options."
+    )
+
+
+class StorageUnreachableError(StorageError):
+    """The object store's endpoint did not answer (DNS, connection refused, timeout)."""
+
+    default_hint = (
+        "Check the endpoint (storage_options 'endpoint', AWS_ENDPOINT_URL or "
+        "spark.hadoop.fs.s3a.endpoint), the network and any proxy, then re-run the statement."
+    )
+
+
+class StorageRegionError(StorageError):
+    """The bucket lives in another region than the one requests are signed for."""
+
+    default_hint = (
+        "Set the bucket's region: storage_options={'region': ...}, AWS_REGION, or "
+        "spark.hadoop.fs.s3a.endpoint.region."
+    )
+
+
+class ConditionalWriteUnsupportedError(StorageError):
+    """The store does not honour put-if-absent (``If-None-Match: *``) writes."""
+
+    default_hint = (
+        "txsql commits with conditional PUTs and cannot run safely without them. Use a store "
+        "that supports them (AWS S3, GCS, Azure, MinIO, recent Ceph/R2), or upgrade the "
+        "S3-compatible server; nothing was written to the table."
+    )
+
+
+class InvalidStorageOptionError(StorageError):
+    """A ``storage_options`` key or value the object store does not understand."""
+
+    default_hint = (
+        "Check the key against the obstore/object_store configuration names for this store "
+        "(e.g. endpoint, region, access_key_id, secret_access_key, allow_http)."
+    )
 
 
 class VersionExistsError(StorageError):
@@ -76,6 +135,23 @@ class SparkStartError(TxSqlError):
     )
 
 
+class ExecutorSetupError(TxSqlError):
+    """The Python processes Spark starts on the executors cannot import txsql (or a module
+    txsql needs there): txsql is installed where the driver runs but not on the cluster."""
+
+    default_hint = (
+        "Make txsql importable on every executor: pip install txsql into the Python the "
+        "cluster runs (PYSPARK_PYTHON / spark.pyspark.python on each node), or ship it with "
+        "the job: zip the txsql package (the directory holding txsql/__init__.py, e.g. "
+        "zip -r txsql.zip txsql in its parent directory) and start the SparkSession with "
+        ".config('spark.submit.pyFiles', '/path/to/txsql.zip') "
+        "(spark-submit --py-files; on a running classic session "
+        "spark.sparkContext.addPyFile('/path/to/txsql.zip'); on Spark Connect "
+        "spark.addArtifacts('/path/to/txsql.zip', pyfile=True)). A zip holds only txsql: "
+        "the executors also need pyarrow, numpy and pyroaring installed."
+    )
+
+
 class TableNotFoundError(TxSqlError):
     """No Delta table at the given name or path."""
 
@@ -86,6 +162,24 @@ class TableExistsError(TxSqlError):
     """CREATE TABLE on a location that already holds a Delta table."""
 
     default_hint = "Use CREATE TABLE IF NOT EXISTS, or pick another name or LOCATION."
+
+
+class SchemaNotFoundError(TxSqlError):
+    """A schema (database) name that the warehouse's catalog does not know."""
+
+    default_hint = "Check the name with SHOW SCHEMAS, or create it with CREATE SCHEMA."
+
+
+class SchemaExistsError(TxSqlError):
+    """CREATE SCHEMA of a name that already exists."""
+
+    default_hint = "Use CREATE SCHEMA IF NOT EXISTS, or pick another name."
+
+
+class SchemaNotEmptyError(TxSqlError):
+    """DROP SCHEMA (RESTRICT) of a schema that still holds tables."""
+
+    default_hint = "Drop its tables first, or use DROP SCHEMA ... CASCADE to drop them too."
 
 
 class CorruptLogError(TxSqlError):
@@ -424,9 +518,68 @@ class MagicUsageError(TxSqlError):
     """The magic line itself is wrong (unknown option, bad value, missing variable)."""
 
 
+# --- column rules (constraints, generated, identity, defaults) ------------------------
+
+
+class ConstraintViolationError(SchemaError):
+    """A written row breaks a rule the table declares; the statement wrote nothing.
+
+    [Delta: DELTA_VIOLATE_CONSTRAINT_WITH_VALUES, SQLSTATE 23001]
+    """
+
+    default_hint = "Fix or filter the offending rows; the table is unchanged."
+
+
+class CheckConstraintViolationError(ConstraintViolationError):
+    """A row makes a CHECK constraint (or a legacy invariant) FALSE or NULL."""
+
+    default_hint = (
+        "Fix or filter the rows that break the constraint (NULL breaks it too), or "
+        "ALTER TABLE t DROP CONSTRAINT c if the rule is wrong; the table is unchanged."
+    )
+
+
+class NotNullViolationError(ConstraintViolationError):
+    """A NULL was written to a NOT NULL column. [Delta: DELTA_NOT_NULL_CONSTRAINT_VIOLATED]"""
+
+    default_hint = (
+        "Give the column a value (e.g. COALESCE(x, 0)), or ALTER TABLE t ALTER COLUMN c DROP "
+        "NOT NULL; the table is unchanged."
+    )
+
+
+class GeneratedColumnMismatchError(ConstraintViolationError):
+    """An explicit value differs from what a generated column's expression computes."""
+
+    default_hint = (
+        "Leave the generated column out of the INSERT column list (txsql computes it), or "
+        "write exactly the expression's value; the table is unchanged."
+    )
+
+
+class IdentityColumnError(SchemaError):
+    """A write gives a value to a GENERATED ALWAYS identity column, or updates one.
+
+    [Delta: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED]
+    """
+
+    default_hint = (
+        "Leave the identity column out of the INSERT column list; txsql hands out its "
+        "values. Use GENERATED BY DEFAULT AS IDENTITY to allow explicit values."
+    )
+
+
+class ConstraintDefinitionError(SchemaError):
+    """ADD/DROP CONSTRAINT, SET NOT NULL or a column rule cannot be defined as asked."""
+
+    default_hint = "See DESCRIBE DETAIL of the table for its constraints and columns."
+
+
 __all__ = [
     "AppendOnlyTableError",
+    "BucketNotFoundError",
     "CharVarcharLengthError",
+    "CheckConstraintViolationError",
     "CheckpointFallbackWarning",
     "ChecksumMismatchError",
     "ChecksumUnreadableWarning",
@@ -436,24 +589,38 @@ __all__ = [
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
+    "ConditionalWriteUnsupportedError",
+    "ConstraintDefinitionError",
+    "ConstraintViolationError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
     "DataFileError",
     "DiskFullError",
+    "ExecutorSetupError",
     "ExpressionTooDeepError",
+    "GeneratedColumnMismatchError",
+    "IdentityColumnError",
+    "InvalidStorageOptionError",
     "InvalidTablePropertyError",
     "MagicUsageError",
     "MergeCardinalityError",
     "MetadataChangedError",
     "NonEmptyLocationError",
+    "NotNullViolationError",
     "ProtocolChangedError",
     "RestoreError",
     "RetentionTooShortError",
     "SchemaError",
+    "SchemaExistsError",
+    "SchemaNotEmptyError",
+    "SchemaNotFoundError",
     "SparkStartError",
     "SqlError",
     "SqlParseError",
+    "StorageCredentialsError",
     "StorageError",
+    "StorageRegionError",
+    "StorageUnreachableError",
     "StorageWriteError",
     "TableCreatedConcurrentlyError",
     "TableExistsError",

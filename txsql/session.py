@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from txsql.engine.executors import check_executors_import_txsql
 from txsql.engine.failures import typed_engine_error
 from txsql.engine.spark_errors import position_in_script, quiet_spark_errors, spark_error_message
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
@@ -46,6 +46,12 @@ class Session:
             ``./txsql-warehouse``); tables can always be addressed by path as
             ``delta.`/path```.
         max_commit_attempts: how many lost commit races a statement may retry.
+        storage_options: object-store settings (endpoint, region, access_key_id, ...);
+            they beat the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``), which beats
+            Spark's Hadoop configuration (``spark.hadoop.fs.s3a.*``...). One set per
+            Python process: the last Session created sets it.
+        spark_scheme: how Spark names each store, e.g. ``{"s3": "s3"}`` on EMR (default
+            ``s3://`` -> ``s3a://``; ``gs://`` and ``abfss://`` unchanged).
     """
 
     def __init__(
@@ -54,15 +60,21 @@ class Session:
         warehouse: str | None = None,
         *,
         max_commit_attempts: int = 10_000,
+        storage_options: Mapping[str, object] | None = None,
+        spark_scheme: Mapping[str, str] | None = None,
     ) -> None:
+        from txsql.engine.executors import hadoop_storage_conf
         from txsql.engine.spark import local_session, prepare_session
+        from txsql.storage.factory import configure_storage
+        from txsql.storage.paths import parse_location
 
         if spark is None:
             from pyspark.sql import SparkSession
 
             spark = SparkSession.getActiveSession() or local_session()
         self.spark = prepare_session(spark)
-        self.warehouse = os.path.abspath(warehouse or DEFAULT_WAREHOUSE)
+        configure_storage(storage_options, hadoop_storage_conf(self.spark), spark_scheme)
+        self.warehouse = parse_location(warehouse or DEFAULT_WAREHOUSE).root
         self.catalog = Catalog(self.warehouse)
         self._context = RunContext(self.spark, self.catalog, max_commit_attempts)
 
@@ -154,6 +166,7 @@ class Session:
         explicit = context.explicit
         control = False
         try:
+            check_executors_import_txsql(self.spark)
             statement: Statement = build_statement(parsed.expression)
             control = isinstance(statement, (Begin, Commit, Rollback))
             if isinstance(statement, (Begin, Commit, Rollback)):

@@ -80,7 +80,9 @@ def write_change_files(spark: SparkSession, snapshot: Snapshot, rows: DataFrame)
     from txsql.engine.write import write_data_files
 
     root = os.path.join(os.path.abspath(snapshot.table_root), CHANGE_DIR)
-    adds = write_data_files(spark, rows, root, _change_metadata(snapshot.metadata))
+    # No column rules: the rows are records of changes the data files already passed.
+    metadata = _change_metadata(snapshot.metadata)
+    adds = write_data_files(spark, rows, root, metadata, enforce=False)
     actions = [
         AddCDCFile(f"{CHANGE_DIR}/{a.path}", dict(a.partition_values), a.size, False) for a in adds
     ]

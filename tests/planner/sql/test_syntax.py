@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from txsql.planner.sql.script import parse_script
 
 from txsql.errors import SqlParseError
+from txsql.planner.sql.script import parse_script
 
 CASES = [
     # (script, message part, line, column of the token the caret is on)

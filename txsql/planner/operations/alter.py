@@ -59,7 +59,7 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     message = ""
     if upgraded != protocol:
         actions.append(upgraded)
-        message = _upgrade_message(protocol, upgraded)
+        message = features.upgrade_note(protocol, upgraded)
     new_metadata = replace(metadata, configuration=configuration)
     features.check_cdc_columns(new_metadata)
     actions.append(new_metadata)
@@ -74,16 +74,6 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
         txn.read_version,
         message=message,
     )
-
-
-def _upgrade_message(old: Protocol, new: Protocol) -> str:
-    """What a protocol upgrade did, for the statement's result."""
-    added = sorted(features.writer_features(new) - features.writer_features(old))
-    text = (
-        f"protocol upgraded from ({old.min_reader_version}, {old.min_writer_version}) to "
-        f"({new.min_reader_version}, {new.min_writer_version})"
-    )
-    return f"{text}; new table features: {', '.join(added)}" if added else text
 
 
 def run_unset_properties(ctx: RunContext, statement: AlterUnsetProperties, text: str) -> Result:
@@ -122,6 +112,14 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
             raise SchemaError(
                 f"column {column.name} already exists in {statement.target.display}",
                 hint="Pick a new name; ADD COLUMNS only adds columns.",
+            )
+        if column.generated is not None or column.identity is not None or column.default:
+            # Old rows would hold NULL, not the computed value (Delta refuses these too).
+            raise SchemaError(
+                f"cannot add column {column.name} with a GENERATED, IDENTITY or DEFAULT "
+                "clause to an existing table",
+                hint="Add it as a plain column; for a default, then run ALTER TABLE t ALTER "
+                f"COLUMN {column.name} SET DEFAULT expr.",
             )
         if not column.nullable:
             # Old files hold no value for the column: it must be nullable (Delta's rule).

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import txsql
-from txsql.errors import ChangeDataFeedError
+from txsql.errors import ChangeDataFeedError, SqlError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.history import commit_timestamps
 
@@ -102,6 +102,10 @@ def test_enabling_by_alter_upgrades_protocol_and_bounds_the_feed(s: txsql.Sessio
         s.table("t").changes(9)
     with pytest.raises(ChangeDataFeedError, match="INVALID_CDC_RANGE"):
         s.table("t").changes(4, 3)
+    with pytest.raises(ChangeDataFeedError, match="NULL_RANGE_BOUNDARY"):
+        s.sql("SELECT * FROM table_changes('t', NULL)")
+    with pytest.raises(SqlError, match="2 or 3 arguments"):
+        s.sql("SELECT * FROM table_changes('t')")
     # Timestamp bounds: the first commit at or after the start, the last at or before the
     # end; a start before the feed began still fails on the version it resolves to.
     with pytest.raises(ChangeDataFeedError, match="not enabled for version 0"):

@@ -36,7 +36,7 @@ READER_FEATURES_SUPPORTED = frozenset(
 # (see _unsupported_usage): we write no CDC files and enforce no invariants.
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
-    | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck"}
+    | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
 )
 
 _LEGACY_WRITER = (
@@ -117,8 +117,8 @@ def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
     used: dict[str, str] = {}
     if properties.change_data_feed_enabled(conf):
         used["changeDataFeed"] = "delta.enableChangeDataFeed is true and txsql writes no CDC files"
-    if properties.column_mapping_mode(conf) != "none":
-        used["columnMapping"] = "txsql does not write physical column names yet"
+    if properties.column_mapping_mode(conf) == "id":
+        used["columnMapping"] = "txsql writes 'name' mode only (no Parquet field ids)"
     if any(k.startswith("delta.constraints.") for k in conf):
         used["checkConstraints"] = "txsql does not enforce CHECK constraints"
     for f in _fields(parse_schema(metadata.schema_string)):
@@ -210,8 +210,11 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
     refused = {n for n in wanted if n not in WRITER_FEATURES_SUPPORTED}
     if properties.change_data_feed_enabled(configuration):
         refused.add("changeDataFeed")
-    if properties.column_mapping_mode(configuration) != "none":
+    mapping = properties.column_mapping_mode(configuration)
+    if mapping == "id":
         refused.add("columnMapping")
+    elif mapping == "name":
+        wanted.append("columnMapping")
     if refused:
         _refuse("features", refused, WRITER_FEATURES_SUPPORTED)
     if not wanted:

@@ -17,6 +17,7 @@ from txsql.planner.operations.alter import (
     run_set_properties,
     run_unset_properties,
 )
+from txsql.planner.operations.columns import run_drop_columns, run_rename_column
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
@@ -30,6 +31,8 @@ from txsql.planner.operations.vacuum import run_vacuum
 from txsql.planner.operations.writes import run_create_table, run_insert
 from txsql.planner.sql.statements import (
     AlterAddColumns,
+    AlterDropColumns,
+    AlterRenameColumn,
     AlterSetProperties,
     AlterUnsetProperties,
     CreateTable,
@@ -75,6 +78,8 @@ STATEMENTS: dict[type, Entry] = {
     AlterSetProperties: Entry(run_set_properties),
     AlterUnsetProperties: Entry(run_unset_properties),
     AlterAddColumns: Entry(run_add_columns),
+    AlterRenameColumn: Entry(run_rename_column),
+    AlterDropColumns: Entry(run_drop_columns),
     DescribeHistory: Entry(run_describe_history),
     DescribeDetail: Entry(run_describe_detail),
     RestoreTable: Entry(run_restore),

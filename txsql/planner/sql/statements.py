@@ -176,6 +176,24 @@ class AlterAddColumns:
 
 
 @dataclass(frozen=True, slots=True)
+class AlterRenameColumn:
+    """ALTER TABLE t RENAME COLUMN a TO b (metadata-only; needs column mapping)."""
+
+    target: TableRef
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterDropColumns:
+    """ALTER TABLE t DROP COLUMN[S] [IF EXISTS] a[, b] (metadata-only; needs column mapping)."""
+
+    target: TableRef
+    columns: tuple[str, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DescribeDetail:
     target: TableRef
 
@@ -209,6 +227,8 @@ CommandStatement = (
     | AlterSetProperties
     | AlterUnsetProperties
     | AlterAddColumns
+    | AlterRenameColumn
+    | AlterDropColumns
     | DescribeDetail
     | RestoreTable
     | OptimizeTable
@@ -245,6 +265,8 @@ STATEMENT_NAMES: dict[type, str] = {
     AlterSetProperties: "ALTER TABLE SET TBLPROPERTIES",
     AlterUnsetProperties: "ALTER TABLE UNSET TBLPROPERTIES",
     AlterAddColumns: "ALTER TABLE ADD COLUMNS",
+    AlterRenameColumn: "ALTER TABLE RENAME COLUMN",
+    AlterDropColumns: "ALTER TABLE DROP COLUMNS",
     DescribeHistory: "DESCRIBE HISTORY",
     DescribeDetail: "DESCRIBE DETAIL",
     RestoreTable: "RESTORE",

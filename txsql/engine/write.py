@@ -107,7 +107,7 @@ def write_data_files(
     schema_json = json.loads(metadata.schema_string)
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     schema = table_schema(schema_json, metadata.partition_columns, mode)
-    projected = df.select(_physical_columns(df, schema))
+    projected = df.select(_physical_columns(df, schema, _field_ids(schema_json, mode)))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
@@ -249,7 +249,25 @@ def _disk_full(error: Exception, staging: str) -> DiskFullError | None:
     return DiskFullError(f"writing the data files under {staging} failed: {reason}")
 
 
-def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:
+def _field_ids(schema_json: dict[str, Any], mode: str) -> dict[str, int]:
+    """Column-mapping ids of the top-level columns (empty without mapping).
+
+    Delta Spark writes them as Parquet field ids; readers such as DuckDB's delta extension
+    rely on them to line data columns up with the partition values of a mapped table.
+    """
+    if mode not in ("name", "id"):
+        return {}
+    ids = {}
+    for f in schema_json.get("fields", []):
+        value = (f.get("metadata") or {}).get("delta.columnMapping.id")
+        if isinstance(value, int):
+            ids[f["name"]] = value
+    return ids
+
+
+def _physical_columns(
+    df: DataFrame, schema: TableSchema, field_ids: dict[str, int] | None = None
+) -> list[Column]:
     given = {c.lower(): c for c in df.columns}
     wanted = {c.logical_name.lower() for c in schema.columns}
     extra = [c for c in df.columns if c.lower() not in wanted]
@@ -261,8 +279,14 @@ def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:
             + (f"; not in the table: {', '.join(extra)}" if extra else ""),
             hint="Name every table column exactly once (NULL for unknown values).",
         )
+    ids = field_ids or {}
     return [
-        F.col(quote(given[c.logical_name.lower()])).cast(c.physical_type).alias(c.physical_name)
+        F.col(quote(given[c.logical_name.lower()]))
+        .cast(c.physical_type)
+        .alias(
+            c.physical_name,
+            metadata={"parquet.field.id": ids[c.logical_name]} if c.logical_name in ids else {},
+        )
         for c in schema.columns
     ]
 

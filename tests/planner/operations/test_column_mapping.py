@@ -1,0 +1,200 @@
+"""Column mapping writes: enabling 'name' mode, RENAME/DROP COLUMN, and every write under it.
+
+Oracles: DuckDB's delta_scan and deltalake read the tables txsql writes; the Parquet files
+themselves are opened with pyarrow to see that they hold physical names only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import txsql
+from tests.fixture_paths import FIXTURES
+from tests.interop.readers import deltalake_rows, duckdb_rows
+from txsql.errors import InvalidTablePropertyError, UnsupportedFeatureError
+from txsql.log.deltalog import DeltaLog
+
+pytestmark = [pytest.mark.spark]
+
+PHYSICAL = "delta.columnMapping.physicalName"
+ID = "delta.columnMapping.id"
+
+
+def rows(s: txsql.Session, query: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in s.sql(query).df.collect())
+
+
+def oracles(root: str, version: int, columns: str) -> list[list[tuple[Any, ...]]]:
+    return [duckdb_rows(root, version, columns), deltalake_rows(root, version, columns)]
+
+
+def check_partitioned(root: str, version: int, data: str, part: str, want: list[Any]) -> None:
+    """deltalake reads every column; DuckDB's delta extension (1.5) returns NULL for a
+    partition column whose physical name equals a logical name once a table has renames
+    (Delta's way to enable mapping on an existing table), so it checks the data columns."""
+    assert deltalake_rows(root, version, f"{data}, {part}") == want
+    assert duckdb_rows(root, version, data) == sorted(row[:-1] for row in want)
+
+
+def fields(log: DeltaLog) -> dict[str, dict[str, Any]]:
+    schema = json.loads(log.snapshot().metadata.schema_string)
+    return {f["name"]: f["metadata"] for f in schema["fields"]}
+
+
+def data_file_columns(root: str, log: DeltaLog) -> set[str]:
+    """Every column name found in the live data files' Parquet schemas."""
+    names: set[str] = set()
+    for add in log.snapshot().files:
+        names.update(pq.read_schema(str(Path(root) / add.path.replace("%20", " "))).names)
+    return names
+
+
+def test_enable_rename_drop_then_every_write(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path))
+    s.sql("CREATE TABLE t (id INT, name STRING, p INT) PARTITIONED BY (p)")
+    s.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2)")
+    root = str(tmp_path / "t")
+    log = DeltaLog.for_path(root)
+
+    r = s.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    assert "protocol upgraded" in r.message and "columnMapping" in r.message
+    snap = log.snapshot()
+    assert snap.protocol.min_reader_version == 3 and snap.protocol.min_writer_version == 7
+    assert "columnMapping" in (snap.protocol.reader_features or ())
+    assert "columnMapping" in (snap.protocol.writer_features or ())
+    # Existing columns keep their names as physical names: old files stay readable.
+    assert {n: (m[ID], m[PHYSICAL]) for n, m in fields(log).items()} == {
+        "id": (1, "id"),
+        "name": (2, "name"),
+        "p": (3, "p"),
+    }
+    assert snap.configuration["delta.columnMapping.maxColumnId"] == "3"
+
+    s.sql("ALTER TABLE t RENAME COLUMN name TO label")
+    s.sql("ALTER TABLE t RENAME COLUMN p TO part")  # a partition column too
+    s.sql("ALTER TABLE t DROP COLUMN id")
+    s.sql("ALTER TABLE t ADD COLUMNS (id BIGINT)")  # a new column: the old ids stay dropped
+    assert log.snapshot().partition_columns == ("part",)
+    new_id = fields(log)["id"]
+    assert new_id[ID] == 4 and new_id[PHYSICAL].startswith("col-")
+    expected = [("a", None, 1), ("b", None, 1), ("c", None, 2)]
+    assert rows(s, "SELECT label, id, part FROM t") == expected
+    check_partitioned(root, log.latest_version(), "label, id", "part", expected)
+
+    s.sql("INSERT INTO t (label, part, id) VALUES ('d', 2, 40), ('e', 3, 50)")
+    s.sql("UPDATE t SET id = 20 WHERE label = 'b'")
+    s.sql("DELETE FROM t WHERE label = 'a'")
+    s.sql(
+        "MERGE INTO t USING (SELECT 'c' AS l, 33 AS v UNION ALL SELECT 'f', 60) src "
+        "ON t.label = src.l WHEN MATCHED THEN UPDATE SET id = src.v "
+        "WHEN NOT MATCHED THEN INSERT (label, part, id) VALUES (src.l, 3, src.v)"
+    )
+    s.sql("INSERT INTO t REPLACE WHERE part = 3 SELECT 'g', 3, 70")
+    s.sql("OPTIMIZE t")
+    expected = [("b", 20, 1), ("c", 33, 2), ("d", 40, 2), ("g", 70, 3)]
+    assert rows(s, "SELECT label, id, part FROM t") == expected
+    check_partitioned(root, log.latest_version(), "label, id", "part", expected)
+    # New files hold physical names only; stats and partition values are keyed by them.
+    written = [a for a in log.snapshot().files if a.stats and new_id[PHYSICAL] in a.stats]
+    assert written, "the files written after ADD COLUMNS carry stats for the new column"
+    for add in log.snapshot().files:
+        assert set(add.partition_values) == {"p"}
+        assert "label" not in json.loads(add.stats or "{}").get("nullCount", {})
+    assert data_file_columns(root, log) <= {"id", "name", new_id[PHYSICAL]}
+
+
+def test_create_with_name_mode_uses_fresh_physical_names(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path))
+    s.sql(
+        "CREATE TABLE m TBLPROPERTIES ('delta.columnMapping.mode' = 'name') "
+        "AS SELECT 1 AS k, 'x' AS `v v`"
+    )
+    root = str(tmp_path / "m")
+    log = DeltaLog.for_path(root)
+    meta = fields(log)
+    assert [meta["k"][ID], meta["v v"][ID]] == [1, 2]
+    assert all(m[PHYSICAL].startswith("col-") for m in meta.values())
+    assert log.snapshot().configuration["delta.columnMapping.maxColumnId"] == "2"
+    assert data_file_columns(root, log) == {meta["k"][PHYSICAL], meta["v v"][PHYSICAL]}
+    s.sql("INSERT OVERWRITE m SELECT 2, 'y'")
+    s.sql("ALTER TABLE m RENAME COLUMN `v v` TO w")
+    s.sql("INSERT INTO m VALUES (3, 'z')")
+    expected = [(2, "y"), (3, "z")]
+    assert rows(s, "SELECT k, w FROM m") == expected
+    for seen in oracles(root, log.latest_version(), "k, w"):
+        assert seen == expected
+
+
+def test_rename_and_drop_need_column_mapping(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path))
+    s.sql("CREATE TABLE plain (a INT, b INT)")
+    for statement in (
+        "ALTER TABLE plain RENAME COLUMN a TO c",
+        "ALTER TABLE plain DROP COLUMN b",
+        "ALTER TABLE plain DROP COLUMNS (a, b)",
+    ):
+        with pytest.raises(UnsupportedFeatureError, match="column mapping") as info:
+            s.sql(statement)
+        assert "delta.columnMapping.mode" in (info.value.hint or "")
+    assert DeltaLog.for_path(str(tmp_path / "plain")).latest_version() == 0
+
+
+def test_mapping_mode_changes_and_bad_columns_refused(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark, warehouse=str(tmp_path))
+    s.sql(
+        "CREATE TABLE n (a INT, b INT, p INT) PARTITIONED BY (p) "
+        "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
+    )
+    with pytest.raises(InvalidTablePropertyError, match="from 'name' to 'none'"):
+        s.sql("ALTER TABLE n SET TBLPROPERTIES ('delta.columnMapping.mode' = 'none')")
+    with pytest.raises(InvalidTablePropertyError, match="column mapping"):
+        s.sql("ALTER TABLE n UNSET TBLPROPERTIES ('delta.columnMapping.mode')")
+    with pytest.raises(txsql.errors.SchemaError, match="already has a column"):
+        s.sql("ALTER TABLE n RENAME COLUMN a TO B")
+    with pytest.raises(txsql.errors.SchemaError, match="not found"):
+        s.sql("ALTER TABLE n DROP COLUMN zz")
+    with pytest.raises(txsql.errors.SchemaError, match="partition column"):
+        s.sql("ALTER TABLE n DROP COLUMN p")
+    with pytest.raises(txsql.errors.SchemaError, match="every data column"):
+        s.sql("ALTER TABLE n DROP COLUMNS (a, b)")
+    assert DeltaLog.for_path(str(tmp_path / "n")).latest_version() == 0
+    s.sql("ALTER TABLE n DROP COLUMN IF EXISTS zz")
+    assert DeltaLog.for_path(str(tmp_path / "n")).latest_version() == 0
+    # Fresh col-<uuid> partition names: both readers see every column.
+    s.sql("INSERT INTO n VALUES (1, 2, 3), (4, 5, NULL)")
+    s.sql("ALTER TABLE n RENAME COLUMN p TO q")
+    expected = [(1, 2, 3), (4, 5, None)]
+    for seen in oracles(str(tmp_path / "n"), 2, "a, b, q"):
+        assert sorted(seen, key=repr) == sorted(expected, key=repr)
+    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
+        s.sql(
+            "CREATE TABLE i (a INT) TBLPROPERTIES ('delta.columnMapping.mode' = 'id')"
+        )
+
+
+def test_spark_written_mapped_fixture_accepts_txsql_writes(spark: Any, tmp_path: Path) -> None:
+    root = str(tmp_path / "cm")
+    shutil.copytree(FIXTURES / "delta-golden" / "dv-with-columnmapping", root)
+    start = DeltaLog.for_path(root).latest_version()
+    before = deltalake_rows(root, start, "part, col1, col2")
+    s = txsql.Session(spark, warehouse=str(tmp_path))
+    table = f"delta.`{root}`"
+    s.sql(f"INSERT INTO {table} VALUES (100, 1000, 'new')")
+    s.sql(f"UPDATE {table} SET col2 = 'upd' WHERE part = 3")
+    s.sql(f"DELETE FROM {table} WHERE col1 % 2 = 0")
+    s.sql(f"ALTER TABLE {table} RENAME COLUMN col2 TO label")
+    expected = sorted(
+        (part, col1, "upd" if part == 3 else col2)
+        for part, col1, col2 in [*before, (100, 1000, "new")]
+        if col1 % 2 != 0
+    )
+    version = DeltaLog.for_path(root).latest_version()
+    assert rows(s, f"SELECT part, col1, label FROM {table}") == expected
+    for seen in oracles(root, version, "part, col1, label"):
+        assert seen == expected

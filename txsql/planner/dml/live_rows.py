@@ -6,7 +6,8 @@ statement. DML only needs the deleted rows out of the few rows its WHERE clause 
 DELETE subtracts the old DVs from its bitmaps (``dv_writes``), and UPDATE filters its
 matched rows here with a vectorized UDF on ``(_file, _row_index)`` that runs in the same
 tasks as the scan. Each task reads the DVs of the files it sees from their descriptors; the
-driver ships descriptors only, never row indexes.
+driver ships descriptors only, never row indexes. MERGE filters its joined rows the same
+way (after the join, so only target rows that met a source row pass through Python).
 """
 
 from __future__ import annotations
@@ -34,8 +35,19 @@ def without_dvs(files: Sequence[AddFile]) -> list[AddFile]:
     return [replace(f, deletion_vector=None) for f in files]
 
 
-def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
-    """``df`` (rows of ``files`` with row ids) without the rows the files' DVs delete."""
+def drop_deleted_rows(
+    df: DataFrame,
+    snapshot: Snapshot,
+    files: Sequence[AddFile],
+    columns: tuple[str, str] | None = None,
+) -> DataFrame:
+    """``df`` (rows of ``files`` with row ids) without the rows the files' DVs delete.
+
+    ``columns`` names the file and row-index columns when they are not the scan's own
+    (rows with a NULL file, e.g. source rows of an outer join, are kept). With it the
+    filter is marked non-deterministic, so Spark evaluates it where it stands (after a
+    join, on the few joined rows) instead of pushing it below the join onto every row.
+    """
     from pyspark.sql import functions as F
 
     dvs: dict[str, DvFields] = {}
@@ -51,8 +63,10 @@ def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile
             )
     if not dvs:
         return df
-    file_column, row_column = snapshot_row_ids(snapshot)
+    file_column, row_column = columns or snapshot_row_ids(snapshot)
     live = F.pandas_udf(_live_function(snapshot.table_root, dvs), "boolean")  # type: ignore[call-overload]
+    if columns is not None:
+        live = live.asNondeterministic()
     return df.where(live(F.col(quote(file_column)), F.col(quote(row_column))))
 
 
@@ -71,7 +85,7 @@ def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-unty
 
         keep = np.ones(len(paths), dtype=bool)
         path_values = paths.to_numpy()
-        row_values = rows.to_numpy(dtype=np.int64)
+        row_values = rows.fillna(-1).to_numpy(dtype=np.int64)  # NULL: no target row
         for path in pd.unique(path_values):
             fields = dvs.get(path)
             if fields is None:

@@ -17,8 +17,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
-from txsql.planner.sql import commands, dml, merge
-from txsql.planner.sql.dialect import DIALECT, SPARK, Optimize, Reorg, Restore, Vacuum
+from txsql.planner.sql import commands, ddl, dml, merge
+from txsql.planner.sql.dialect import DIALECT, SPARK, Optimize, Reorg, Restore, Show, Vacuum
 from txsql.planner.sql.nodes import (
     column_spec,
     no_time_travel,
@@ -65,8 +65,15 @@ def build_statement(expression: exp.Expr) -> Statement:
     )
 
 
-def _create(create: exp.Create) -> CreateTable | None:
-    return _create_table(create) if create.kind == "TABLE" else None
+def _create(create: exp.Create) -> Statement | None:
+    kind = str(create.kind or "").upper()
+    if kind in ("SCHEMA", "DATABASE"):
+        return ddl.build_create_schema(create)
+    return _create_table(create) if kind == "TABLE" else None
+
+
+def _alter(alter: exp.Alter) -> Statement | None:
+    return ddl.build_rename(alter) or commands.build_command(alter)
 
 
 def _insert_any(insert: exp.Insert) -> Statement:
@@ -79,10 +86,14 @@ def _describe(describe: exp.Describe) -> Statement | None:
     if style == "DETAIL":
         return commands.build_command(describe)
     if style == "HISTORY":
+        limit = describe.args.get("limit")
+        if limit is not None and not (isinstance(limit, exp.Literal) and limit.this.isdigit()):
+            raise SqlError("DESCRIBE HISTORY LIMIT needs a whole number", hint="e.g. LIMIT 5")
         return DescribeHistory(
-            no_time_travel(table_ref(table_node(describe.this)), "DESCRIBE HISTORY")
+            no_time_travel(table_ref(table_node(describe.this)), "DESCRIBE HISTORY"),
+            int(limit.this) if limit is not None else None,
         )
-    return None
+    return ddl.build_describe_table(describe)
 
 
 def _command(command: exp.Command) -> Explain | None:
@@ -168,8 +179,8 @@ def _create_table(create: exp.Create) -> CreateTable:
 
 
 _REPLACE_HINT = (
-    "DROP TABLE is not available yet either: create the table under a new name, or use "
-    "CREATE TABLE IF NOT EXISTS and then INSERT OVERWRITE to replace its rows."
+    "DROP TABLE t and CREATE it again (its history is lost), or use CREATE TABLE IF NOT "
+    "EXISTS and then INSERT OVERWRITE to replace its rows (history kept)."
 )
 
 
@@ -226,7 +237,11 @@ BUILDERS: dict[type[exp.Expr], Builder] = {
     exp.Delete: dml.build_delete,
     exp.Update: dml.build_update,
     exp.Command: _command,
-    exp.Alter: commands.build_command,
+    exp.Alter: _alter,
+    exp.Drop: ddl.build_drop,
+    exp.TruncateTable: ddl.build_truncate,
+    exp.Use: ddl.build_use,
+    Show: ddl.build_show,
     Restore: commands.build_command,
     Optimize: commands.build_command,
     Reorg: commands.build_command,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
+from txsql.planner.sql.constraints import build_constraint_action
 from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
 from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
 from txsql.planner.sql.statements import (
@@ -167,7 +168,7 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
             parts = item.expressions if isinstance(item, exp.Schema) else [item]
             names.extend(_top_level_name(p, "DROP COLUMN") for p in parts)
         return AlterDropColumns(ref, tuple(names), bool(action.args.get("exists")))
-    return None
+    return build_constraint_action(ref, action)
 
 
 def _top_level_name(node: exp.Expr | None, clause: str) -> str:

@@ -22,11 +22,23 @@ class TableRef:
 
 
 @dataclass(frozen=True, slots=True)
+class IdentitySpec:
+    """``GENERATED ALWAYS|BY DEFAULT AS IDENTITY (START WITH start INCREMENT BY step)``."""
+
+    start: int = 1
+    step: int = 1
+    always: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnSpec:
     name: str
     type_sql: str
     nullable: bool = True
     comment: str | None = None
+    generated: str | None = None  # GENERATED ALWAYS AS (expr): Spark SQL text
+    default: str | None = None  # DEFAULT expr: Spark SQL text
+    identity: IdentitySpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,8 +234,137 @@ class VacuumTable:
     dry_run: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class AlterAddConstraint:
+    """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)``; ``expression`` is Spark SQL."""
+
+    target: TableRef
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterDropConstraint:
+    """``ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name``."""
+
+    target: TableRef
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumn:
+    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT``.
+
+    Exactly one change: ``nullable`` (False: SET NOT NULL), ``default`` (Spark SQL text),
+    or ``drop_default``.
+    """
+
+    target: TableRef
+    column: str
+    nullable: bool | None = None
+    default: str | None = None
+    drop_default: bool = False
+
+
+# --- DDL and catalog statements (txsql.planner.sql.ddl builds these) ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable:
+    target: TableRef
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTable:
+    target: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class RenameTable:
+    """``ALTER TABLE t RENAME TO u``: a catalog-only rename (the files stay in place)."""
+
+    target: TableRef
+    new_name: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSchema:
+    name: str
+    if_not_exists: bool = False
+    comment: str | None = None
+    location: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropSchema:
+    name: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UseSchema:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShowSchemas:
+    pattern: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShowTables:
+    schema: str | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTable:
+    """``DESCRIBE [TABLE] [EXTENDED] t`` (the columns, then partitioning and details)."""
+
+    target: TableRef
+    extended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShowTblProperties:
+    target: TableRef
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShowColumns:
+    target: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class ShowCreateTable:
+    target: TableRef
+
+
+DdlStatement = (
+    DropTable
+    | TruncateTable
+    | RenameTable
+    | CreateSchema
+    | DropSchema
+    | UseSchema
+    | ShowSchemas
+    | ShowTables
+    | DescribeTable
+    | ShowTblProperties
+    | ShowColumns
+    | ShowCreateTable
+)
+
+
 CommandStatement = (
     InsertOverwrite
+    | AlterAddConstraint
+    | AlterDropConstraint
+    | AlterColumn
     | AlterSetProperties
     | AlterUnsetProperties
     | AlterAddColumns
@@ -246,6 +387,7 @@ Statement = (
     | Rollback
     | Merge
     | CommandStatement
+    | DdlStatement
     | Delete
     | Update
     | Explain
@@ -267,11 +409,26 @@ STATEMENT_NAMES: dict[type, str] = {
     AlterAddColumns: "ALTER TABLE ADD COLUMNS",
     AlterRenameColumn: "ALTER TABLE RENAME COLUMN",
     AlterDropColumns: "ALTER TABLE DROP COLUMNS",
+    AlterAddConstraint: "ALTER TABLE ADD CONSTRAINT",
+    AlterDropConstraint: "ALTER TABLE DROP CONSTRAINT",
+    AlterColumn: "ALTER TABLE ALTER COLUMN SET/DROP NOT NULL|DEFAULT",
     DescribeHistory: "DESCRIBE HISTORY",
     DescribeDetail: "DESCRIBE DETAIL",
     RestoreTable: "RESTORE",
     OptimizeTable: "OPTIMIZE / REORG",
     VacuumTable: "VACUUM",
+    DropTable: "DROP TABLE",
+    TruncateTable: "TRUNCATE TABLE",
+    RenameTable: "ALTER TABLE RENAME TO",
+    CreateSchema: "CREATE SCHEMA",
+    DropSchema: "DROP SCHEMA",
+    UseSchema: "USE",
+    ShowSchemas: "SHOW SCHEMAS",
+    ShowTables: "SHOW TABLES",
+    DescribeTable: "DESCRIBE TABLE",
+    ShowTblProperties: "SHOW TBLPROPERTIES",
+    ShowColumns: "SHOW COLUMNS",
+    ShowCreateTable: "SHOW CREATE TABLE",
     Explain: "EXPLAIN",
     Begin: "BEGIN",
     Commit: "COMMIT",

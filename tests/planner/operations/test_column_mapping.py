@@ -172,9 +172,14 @@ def test_mapping_mode_changes_and_bad_columns_refused(spark: Any, tmp_path: Path
     assert deltalake_rows(str(tmp_path / "n"), 2, "a, b, q") == [(1, 2, 3), (4, 5, None)]
     assert duckdb_rows(str(tmp_path / "n"), 2, "a, b") == [(1, 2), (4, 5)]
     with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
-        s.sql(
-            "CREATE TABLE i (a INT) TBLPROPERTIES ('delta.columnMapping.mode' = 'id')"
-        )
+        s.sql("CREATE TABLE i (a INT) TBLPROPERTIES ('delta.columnMapping.mode' = 'id')")
+    # A CHECK constraint names columns logically: renaming or dropping them is refused.
+    s.sql("ALTER TABLE n ADD CONSTRAINT pos CHECK (a > 0)")
+    before = DeltaLog.for_path(str(tmp_path / "n")).latest_version()
+    for statement in ("ALTER TABLE n RENAME COLUMN a TO z", "ALTER TABLE n DROP COLUMN a"):
+        with pytest.raises(txsql.errors.SchemaError, match="CHECK constraint pos"):
+            s.sql(statement)
+    assert DeltaLog.for_path(str(tmp_path / "n")).latest_version() == before
 
 
 def test_spark_written_mapped_fixture_accepts_txsql_writes(spark: Any, tmp_path: Path) -> None:

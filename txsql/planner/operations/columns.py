@@ -10,6 +10,7 @@ Parquet names, so Delta refuses both and so do we, with a hint to enable mapping
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -114,6 +115,7 @@ def run_rename_column(ctx: RunContext, statement: AlterRenameColumn, text: str) 
             hint="Pick a name the table does not use (names are case-insensitive).",
         )
     old_name = field["name"]
+    _refuse_if_referenced(metadata, schema, old_name, "rename", statement.target.display)
     field["name"] = statement.new
     partitions = tuple(
         statement.new if p.lower() == old_name.lower() else p for p in metadata.partition_columns
@@ -153,6 +155,7 @@ def run_drop_columns(ctx: RunContext, statement: AlterDropColumns, text: str) ->
                 hint="Partition columns shape the table's layout; copy the table without it "
                 "(CREATE TABLE ... AS SELECT) instead.",
             )
+        _refuse_if_referenced(metadata, schema, field["name"], "drop", statement.target.display)
         if field["name"] not in dropped:
             dropped.append(field["name"])
     if not dropped:
@@ -200,6 +203,33 @@ def _begin_mapped(
             hint=_ENABLE_HINT.format(table=statement.target.display),
         )
     return txn, snapshot.metadata
+
+
+def _refuse_if_referenced(
+    metadata: Metadata, schema: dict[str, Any], column: str, verb: str, table: str
+) -> None:
+    """CHECK constraints and generation expressions name columns by their logical names:
+    renaming or dropping one of those columns would break them (Delta refuses too).
+
+    The match is textual (any identifier spelled like the column), so it may refuse a
+    statement Delta would allow, never the other way round.
+    """
+    pattern = re.compile(rf"(?<![\w`]){re.escape(column)}(?![\w`])|`{re.escape(column)}`", re.I)
+    users = [
+        f"CHECK constraint {key[len('delta.constraints.') :]}"
+        for key, expr in metadata.configuration.items()
+        if key.lower().startswith("delta.constraints.") and pattern.search(expr)
+    ]
+    for f in schema["fields"]:
+        expr = (f.get("metadata") or {}).get("delta.generationExpression")
+        if isinstance(expr, str) and f["name"] != column and pattern.search(expr):
+            users.append(f"generated column {f['name']}")
+    if users:
+        raise SchemaError(
+            f"cannot {verb} column {column} of {table}: {', '.join(users)} uses it",
+            hint="Drop the constraint (ALTER TABLE t DROP CONSTRAINT c) or the generated "
+            "column first, then add it back with the new expression.",
+        )
 
 
 def _find(schema: dict[str, Any], name: str, table: str) -> dict[str, Any]:

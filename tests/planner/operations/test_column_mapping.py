@@ -113,21 +113,22 @@ def test_create_with_name_mode_uses_fresh_physical_names(spark: Any, tmp_path: P
     s = txsql.Session(spark, warehouse=str(tmp_path))
     s.sql(
         "CREATE TABLE m TBLPROPERTIES ('delta.columnMapping.mode' = 'name') "
-        "AS SELECT 1 AS k, 'x' AS `v v`"
+        "AS SELECT 1 AS k, 'x' AS `v v`, named_struct('x', 1, 'y', 'q') AS st"
     )
     root = str(tmp_path / "m")
     log = DeltaLog.for_path(root)
     meta = fields(log)
-    assert [meta["k"][ID], meta["v v"][ID]] == [1, 2]
+    # Nested struct fields get ids and physical names too (ids 4 and 5 after "st").
+    assert [meta["k"][ID], meta["v v"][ID], meta["st"][ID]] == [1, 2, 3]
     assert all(m[PHYSICAL].startswith("col-") for m in meta.values())
-    assert log.snapshot().configuration["delta.columnMapping.maxColumnId"] == "2"
-    assert data_file_columns(root, log) == {meta["k"][PHYSICAL], meta["v v"][PHYSICAL]}
-    s.sql("INSERT OVERWRITE m SELECT 2, 'y'")
+    assert log.snapshot().configuration["delta.columnMapping.maxColumnId"] == "5"
+    assert data_file_columns(root, log) == {m[PHYSICAL] for m in meta.values()}
+    s.sql("INSERT OVERWRITE m SELECT 2, 'y', named_struct('x', 2, 'y', 'r')")
     s.sql("ALTER TABLE m RENAME COLUMN `v v` TO w")
-    s.sql("INSERT INTO m VALUES (3, 'z')")
-    expected = [(2, "y"), (3, "z")]
-    assert rows(s, "SELECT k, w FROM m") == expected
-    for seen in oracles(root, log.latest_version(), "k, w"):
+    s.sql("INSERT INTO m VALUES (3, 'z', named_struct('x', 3, 'y', 's'))")
+    expected = [(2, "y", 2, "r"), (3, "z", 3, "s")]
+    assert rows(s, "SELECT k, w, st.x, st.y FROM m") == expected
+    for seen in oracles(root, log.latest_version(), "k, w, st.x, st.y"):
         assert seen == expected
 
 

@@ -36,8 +36,9 @@ def oracles(root: str, version: int, columns: str) -> list[list[tuple[Any, ...]]
 
 def check_partitioned(root: str, version: int, data: str, part: str, want: list[Any]) -> None:
     """deltalake reads every column. DuckDB's delta extension (1.5.5) returns NULL for the
-    partition column of these column-mapped tables (it does read the Delta Spark fixture,
-    whose partition column comes first with id 1), so it checks the data columns only."""
+    partition column of these column-mapped tables, whose partition column is the last one
+    (it reads the Delta Spark fixture below, whose partition column comes first, and the
+    rows txsql adds to it), so DuckDB checks the data columns only."""
     assert deltalake_rows(root, version, f"{data}, {part}") == want
     assert duckdb_rows(root, version, data) == sorted(row[:-1] for row in want)
 
@@ -234,3 +235,14 @@ def test_schema_change_racing_an_insert(spark: Any, tmp_path: Path, change: str)
     version = DeltaLog.for_path(str(tmp_path / "r")).latest_version()
     for seen in oracles(str(tmp_path / "r"), version, columns):
         assert seen == want
+
+
+def test_stats_columns_follow_renames_and_drops() -> None:
+    from txsql.planner.operations.columns import _rename_in_stats_columns
+
+    key = "delta.dataSkippingStatsColumns"
+    conf = {key: "a, B.x,c"}
+    assert _rename_in_stats_columns(dict(conf), "b", "z")[key] == "a,z.x,c"
+    assert _rename_in_stats_columns(dict(conf), "a", "new name")[key] == "`new name`,B.x,c"
+    assert _rename_in_stats_columns(dict(conf), "c", None)[key] == "a,B.x"
+    assert key not in _rename_in_stats_columns({key: "c"}, "c", None)

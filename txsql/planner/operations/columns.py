@@ -259,7 +259,9 @@ def _rename_in_stats_columns(
         if head.strip("`").lower() == old.lower():
             if new is None:
                 continue
-            item = f"`{new}`" + dot + rest if "`" in head or "." in new else new + dot + rest
+            plain = re.fullmatch(r"[A-Za-z_]\w*", new) is not None
+            quoted = new if plain else "`" + new.replace("`", "``") + "`"
+            item = quoted + dot + rest
         out.append(item)
     if out:
         configuration[STATS_COLUMNS] = ",".join(out)

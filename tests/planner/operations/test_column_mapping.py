@@ -136,6 +136,7 @@ def test_create_with_name_mode_uses_fresh_physical_names(spark: Any, tmp_path: P
 def test_rename_and_drop_need_column_mapping(spark: Any, tmp_path: Path) -> None:
     s = txsql.Session(spark, warehouse=str(tmp_path))
     s.sql("CREATE TABLE plain (a INT, b INT)")
+    s.sql("CREATE TABLE legacy (a INT) TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')")
     for statement in (
         "ALTER TABLE plain RENAME COLUMN a TO c",
         "ALTER TABLE plain DROP COLUMN b",
@@ -145,6 +146,18 @@ def test_rename_and_drop_need_column_mapping(spark: Any, tmp_path: Path) -> None
             s.sql(statement)
         assert "delta.columnMapping.mode" in (info.value.hint or "")
     assert DeltaLog.for_path(str(tmp_path / "plain")).latest_version() == 0
+    # Delta's documented idiom on a legacy table: reader 2 / writer 5 imply columnMapping.
+    r = s.sql(
+        "ALTER TABLE legacy SET TBLPROPERTIES ('delta.minReaderVersion' = '2', "
+        "'delta.minWriterVersion' = '5', 'delta.columnMapping.mode' = 'name')"
+    )
+    assert "reader 2 / writer 5" in r.message
+    protocol = DeltaLog.for_path(str(tmp_path / "legacy")).snapshot().protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (2, 5)
+    s.sql("ALTER TABLE legacy RENAME COLUMN a TO b")
+    s.sql("INSERT INTO legacy VALUES (7)")
+    for seen in oracles(str(tmp_path / "legacy"), 3, "b"):
+        assert seen == [(7,)]
 
 
 def test_mapping_mode_changes_and_bad_columns_refused(spark: Any, tmp_path: Path) -> None:

@@ -58,8 +58,14 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     configuration, schema_string = enable_mapping(metadata, configuration, metadata.schema_string)
     new_metadata = replace(metadata, configuration=configuration, schema_string=schema_string)
     actions: list[Action] = []
-    upgraded = upgrade_protocol(protocol, configuration)
-    upgraded = apply_protocol_versions(upgraded, requested, new_metadata)
+    if schema_string != metadata.schema_string and requested:
+        # Delta's documented idiom enables mapping with reader 2 / writer 5, which already
+        # imply columnMapping: versions first, so a legacy table stays legacy.
+        upgraded = apply_protocol_versions(protocol, requested, new_metadata)
+        upgraded = upgrade_protocol(upgraded, configuration)
+    else:
+        upgraded = upgrade_protocol(protocol, configuration)
+        upgraded = apply_protocol_versions(upgraded, requested, new_metadata)
     if upgraded != protocol:
         actions.append(upgraded)
     actions.append(new_metadata)

@@ -122,9 +122,10 @@ def write_data_files(
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     if enforce:
         df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
-    projected = df.select(_physical_columns(df, schema, _field_ids(schema_json, mode)))
+    projected = df.select(_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
+    projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
     writer = projected.write.mode("append")
     if max_records_per_file:
@@ -267,8 +268,8 @@ def _disk_full(error: Exception, staging: str) -> DiskFullError | None:
 def _field_ids(schema_json: dict[str, Any], mode: str) -> dict[str, int]:
     """Column-mapping ids of the top-level columns (empty without mapping).
 
-    Delta Spark writes them as Parquet field ids; readers such as DuckDB's delta extension
-    rely on them to line data columns up with the partition values of a mapped table.
+    Delta Spark writes them as Parquet field ids, so readers may resolve columns by id
+    instead of by physical name; our files must allow both.
     """
     if mode not in ("name", "id"):
         return {}
@@ -280,9 +281,26 @@ def _field_ids(schema_json: dict[str, Any], mode: str) -> dict[str, int]:
     return ids
 
 
-def _physical_columns(
-    df: DataFrame, schema: TableSchema, field_ids: dict[str, int] | None = None
-) -> list[Column]:
+def _with_field_ids(df: DataFrame, schema: TableSchema, field_ids: dict[str, int]) -> DataFrame:
+    """``df`` (physical column names) with each mapped column's id as its Parquet field id."""
+    if not field_ids:
+        return df
+    by_physical = {
+        c.physical_name: field_ids[c.logical_name]
+        for c in schema.columns
+        if c.logical_name in field_ids
+    }
+    return df.select(
+        [
+            F.col(quote(name)).alias(name, metadata={"parquet.field.id": by_physical[name]})
+            if name in by_physical
+            else F.col(quote(name))
+            for name in df.columns
+        ]
+    )
+
+
+def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:
     given = {c.lower(): c for c in df.columns}
     wanted = {c.logical_name.lower() for c in schema.columns}
     extra = [c for c in df.columns if c.lower() not in wanted]
@@ -294,14 +312,8 @@ def _physical_columns(
             + (f"; not in the table: {', '.join(extra)}" if extra else ""),
             hint="Name every table column exactly once (NULL for unknown values).",
         )
-    ids = field_ids or {}
     return [
-        F.col(quote(given[c.logical_name.lower()]))
-        .cast(c.physical_type)
-        .alias(
-            c.physical_name,
-            metadata={"parquet.field.id": ids[c.logical_name]} if c.logical_name in ids else {},
-        )
+        F.col(quote(given[c.logical_name.lower()])).cast(c.physical_type).alias(c.physical_name)
         for c in schema.columns
     ]
 

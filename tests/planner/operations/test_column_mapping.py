@@ -124,6 +124,11 @@ def test_create_with_name_mode_uses_fresh_physical_names(spark: Any, tmp_path: P
     assert all(m[PHYSICAL].startswith("col-") for m in meta.values())
     assert log.snapshot().configuration["delta.columnMapping.maxColumnId"] == "5"
     assert data_file_columns(root, log) == {m[PHYSICAL] for m in meta.values()}
+    # Like Delta Spark, each column's id is its Parquet field id.
+    first = pq.read_schema(str(Path(root) / log.snapshot().files[0].path))
+    assert {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in first} == {
+        m[PHYSICAL]: m[ID] for n, m in meta.items()
+    }
     s.sql("INSERT OVERWRITE m SELECT 2, 'y', named_struct('x', 2, 'y', 'r')")
     s.sql("ALTER TABLE m RENAME COLUMN `v v` TO w")
     s.sql("INSERT INTO m VALUES (3, 'z', named_struct('x', 3, 'y', 's'))")

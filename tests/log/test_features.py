@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -89,12 +90,16 @@ def test_legacy_column_mapping_reader_is_readable() -> None:
     assert reader_features(Protocol(2, 5)) == {"columnMapping"}
 
 
-def test_column_mapped_fixture_readable_not_writable() -> None:
+def test_column_mapped_fixture_writable_in_name_mode_only() -> None:
     protocol, metadata = _latest("delta-golden/dv-with-columnmapping")
     check_readable(protocol)
+    check_writable(protocol, metadata)  # 'name' mode: txsql writes physical names
+    id_mode = replace(
+        metadata, configuration={**metadata.configuration, "delta.columnMapping.mode": "id"}
+    )
     with pytest.raises(UnsupportedFeatureError, match="columnMapping") as info:
-        check_writable(protocol, metadata)
-    assert "physical column names" in info.value.message
+        check_writable(protocol, id_mode)
+    assert "'name' mode only" in info.value.message
 
 
 def test_cdf_fixture_writable_with_cdf_enabled() -> None:
@@ -156,7 +161,7 @@ def test_metadata_features_upgrade_the_protocol() -> None:
 def test_supported_sets_are_deliberate() -> None:
     assert "typeWidening" not in READER_FEATURES_SUPPORTED
     assert "columnMapping" in READER_FEATURES_SUPPORTED
-    assert "columnMapping" not in WRITER_FEATURES_SUPPORTED
+    assert "columnMapping" in WRITER_FEATURES_SUPPORTED  # 'name' mode; 'id' is refused
     # Writer-only names never appear in reader lists.
     assert READER_FEATURES_SUPPORTED <= READER_WRITER_FEATURES
 
@@ -176,6 +181,8 @@ def test_protocol_for_new_tables() -> None:
     )
     assert both.reader_features == ("deletionVectors",)
     assert both.writer_features == ("appendOnly", "deletionVectors", "inCommitTimestamp")
+    mapped = protocol_for_new_table({"delta.columnMapping.mode": "name"})
+    assert mapped == Protocol(3, 7, ("columnMapping",), ("columnMapping",))
     explicit = protocol_for_new_table({"delta.feature.domainMetadata": "supported"})
     assert explicit == Protocol(1, 7, None, ("domainMetadata",))
 
@@ -183,7 +190,7 @@ def test_protocol_for_new_tables() -> None:
 @pytest.mark.parametrize(
     "conf",
     [
-        {"delta.columnMapping.mode": "name"},
+        {"delta.columnMapping.mode": "id"},
         {"delta.feature.rowTracking": "supported"},
     ],
 )

@@ -82,7 +82,9 @@ class TableSchema:
         """
         expr = source if source is not None else F.col(quote(column.physical_name))
         if column.physical_type != column.logical_type:
-            expr = expr.cast(column.logical_type)
+            # Spark refuses casts to NOT NULL nested fields; the files were written under
+            # the same constraint, so reading the fields as nullable loses nothing.
+            expr = expr.cast(_nullable(column.logical_type))
         return expr.alias(column.logical_name)
 
 
@@ -184,6 +186,19 @@ def table_schema(
         for f, lf in zip(with_metadata.fields, logical.fields)
     )
     return TableSchema(logical, columns, mode)
+
+
+def _nullable(data_type: DataType) -> DataType:
+    """``data_type`` with every nested field, element and value nullable."""
+    if isinstance(data_type, StructType):
+        return StructType(
+            [StructField(f.name, _nullable(f.dataType), True, f.metadata) for f in data_type.fields]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(_nullable(data_type.keyType), _nullable(data_type.valueType), True)
+    return data_type
 
 
 def _strip_metadata(data_type: DataType) -> DataType:

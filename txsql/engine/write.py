@@ -125,6 +125,7 @@ def write_data_files(
     projected = df.select(_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
+    projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
     writer = projected.write.mode("append")
     if max_records_per_file:
@@ -262,6 +263,41 @@ def _disk_full(error: Exception, staging: str) -> DiskFullError | None:
     if reason is None:
         return None
     return DiskFullError(f"writing the data files under {staging} failed: {reason}")
+
+
+def _field_ids(schema_json: dict[str, Any], mode: str) -> dict[str, int]:
+    """Column-mapping ids of the top-level columns (empty without mapping).
+
+    Delta Spark writes them as Parquet field ids, so readers may resolve columns by id
+    instead of by physical name; our files must allow both.
+    """
+    if mode not in ("name", "id"):
+        return {}
+    ids = {}
+    for f in schema_json.get("fields", []):
+        value = (f.get("metadata") or {}).get("delta.columnMapping.id")
+        if isinstance(value, int):
+            ids[f["name"]] = value
+    return ids
+
+
+def _with_field_ids(df: DataFrame, schema: TableSchema, field_ids: dict[str, int]) -> DataFrame:
+    """``df`` (physical column names) with each mapped column's id as its Parquet field id."""
+    if not field_ids:
+        return df
+    by_physical = {
+        c.physical_name: field_ids[c.logical_name]
+        for c in schema.columns
+        if c.logical_name in field_ids
+    }
+    return df.select(
+        [
+            F.col(quote(name)).alias(name, metadata={"parquet.field.id": by_physical[name]})
+            if name in by_physical
+            else F.col(quote(name))
+            for name in df.columns
+        ]
+    )
 
 
 def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:

@@ -37,7 +37,7 @@ READER_FEATURES_SUPPORTED = frozenset(
 # on every write (txsql.engine.write_rules).
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
-    | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck"}
+    | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
 )
 
@@ -107,8 +107,8 @@ def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
     """Features the table *uses* that txsql cannot maintain on write, with the reason."""
     conf: Mapping[str, str] = metadata.configuration
     used: dict[str, str] = {}
-    if properties.column_mapping_mode(conf) != "none":
-        used["columnMapping"] = "txsql does not write physical column names yet"
+    if properties.column_mapping_mode(conf) == "id":
+        used["columnMapping"] = "txsql writes 'name' mode only (no Parquet field ids)"
     return used
 
 
@@ -214,8 +214,11 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
             wanted.append(key[len("delta.feature.") :])
     refused = {n for n in wanted if n not in WRITER_FEATURES_SUPPORTED}
-    if properties.column_mapping_mode(configuration) != "none":
+    mapping = properties.column_mapping_mode(configuration)
+    if mapping == "id":
         refused.add("columnMapping")
+    elif mapping == "name":
+        wanted.append("columnMapping")
     if refused:
         _refuse("features", refused, WRITER_FEATURES_SUPPORTED)
     if not wanted:
@@ -246,12 +249,17 @@ def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
 
 
 def upgrade_note(old: Protocol, new: Protocol) -> str:
-    """A sentence naming the features an upgrade added ('' when nothing changed).
+    """A sentence saying what an upgrade did ('' when nothing changed), for result messages.
 
     >>> upgrade_note(Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "checkConstraints")))
-    'protocol upgraded to writer version 7 with checkConstraints'
+    'protocol upgraded from reader 1 / writer 2 to reader 1 / writer 7 (features: checkConstraints)'
     """
-    added = sorted(writer_features(new) - writer_features(old))
-    if new == old or not added:
+    if new == old:
         return ""
-    return f"protocol upgraded to writer version {new.min_writer_version} with {', '.join(added)}"
+    added = sorted(writer_features(new) - writer_features(old))
+    listed = f" (features: {', '.join(added)})" if added else ""
+    return (
+        f"protocol upgraded from reader {old.min_reader_version} / writer "
+        f"{old.min_writer_version} to reader {new.min_reader_version} / writer "
+        f"{new.min_writer_version}{listed}"
+    )

@@ -337,3 +337,71 @@ def serialize_partition_value(value: object, type: DataType) -> str | None:
         # Delta cannot tell an empty string from NULL in partitionValues; Spark stores NULL.
         return str(value) or None
     raise SchemaError(f"cannot store {value!r} as a {name} partition value")
+
+
+# --- column mapping (protocol "Column Mapping") ------------------------------------------
+
+MAPPING_ID = "delta.columnMapping.id"
+MAPPING_PHYSICAL = "delta.columnMapping.physicalName"
+MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
+
+
+def new_physical_name() -> str:
+    """A fresh physical name as Delta Spark makes them: ``col-<uuid4>``."""
+    import uuid
+
+    return f"col-{uuid.uuid4()}"
+
+
+def max_column_id(schema_json: dict[str, Any], configuration: dict[str, str]) -> int:
+    """The highest column id in use: ``maxColumnId`` or any id in the schema, whichever is
+    larger (a table written by a careless engine may have ids above the property)."""
+    highest = int(configuration.get(MAX_COLUMN_ID, "0") or 0)
+    for f in _json_fields(schema_json):
+        value = f.get("metadata", {}).get(MAPPING_ID)
+        if isinstance(value, int):
+            highest = max(highest, value)
+    return highest
+
+
+def assign_column_mapping(
+    schema_json: dict[str, Any], next_id: int, *, keep_names: bool
+) -> tuple[dict[str, Any], int]:
+    """Give every field (nested struct fields too) without one an id and a physical name.
+
+    ``keep_names`` makes the physical name the field's current name: that is how Delta
+    enables mapping on an existing table, whose data files already use those names. New
+    tables and new columns get ``col-<uuid>`` names instead. Returns the new schema JSON
+    (the argument is not changed) and the highest id used.
+
+    >>> s = {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True,
+    ...      "metadata": {}}]}
+    >>> out, top = assign_column_mapping(s, 5, keep_names=True)
+    >>> out["fields"][0]["metadata"], top
+    ({'delta.columnMapping.id': 6, 'delta.columnMapping.physicalName': 'a'}, 6)
+    """
+    result = json.loads(json.dumps(schema_json))
+    highest = next_id
+    for f in _json_fields(result):
+        metadata = f.setdefault("metadata", {})
+        if MAPPING_ID not in metadata:
+            highest += 1
+            metadata[MAPPING_ID] = highest
+        if not metadata.get(MAPPING_PHYSICAL):
+            metadata[MAPPING_PHYSICAL] = f["name"] if keep_names else new_physical_name()
+    return result, highest
+
+
+def _json_fields(value: Any) -> Any:
+    """Every struct field of a schema JSON value, depth first (inside arrays and maps too)."""
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if kind == "struct":
+            for f in value.get("fields", []):
+                yield f
+                yield from _json_fields(f.get("type"))
+        elif kind == "array":
+            yield from _json_fields(value.get("elementType"))
+        elif kind == "map":
+            yield from _json_fields(value.get("keyType"))
+            yield from _json_fields(value.get("valueType"))

@@ -17,6 +17,7 @@ from txsql.planner.operations.alter import (
     run_set_properties,
     run_unset_properties,
 )
+from txsql.planner.operations.columns import run_drop_columns, run_rename_column
 from txsql.planner.operations.constraints import (
     run_add_constraint,
     run_alter_column,
@@ -54,7 +55,9 @@ from txsql.planner.sql.statements import (
     AlterAddColumns,
     AlterAddConstraint,
     AlterColumn,
+    AlterDropColumns,
     AlterDropConstraint,
+    AlterRenameColumn,
     AlterSetProperties,
     AlterUnsetProperties,
     CreateSchema,
@@ -112,6 +115,8 @@ STATEMENTS: dict[type, Entry] = {
     AlterSetProperties: Entry(run_set_properties),
     AlterUnsetProperties: Entry(run_unset_properties),
     AlterAddColumns: Entry(run_add_columns),
+    AlterRenameColumn: Entry(run_rename_column),
+    AlterDropColumns: Entry(run_drop_columns),
     AlterAddConstraint: Entry(run_add_constraint),
     AlterDropConstraint: Entry(run_drop_constraint),
     AlterColumn: Entry(run_alter_column),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from txsql.engine.scan import scan_snapshot
 from txsql.log.actions import AddFile
-from txsql.log.schema import parse_partition_value, parse_schema
+from txsql.log.schema import parse_partition_value, parse_schema, physical_name
 from txsql.log.snapshot import Snapshot
 from txsql.result import Result
 from txsql.txn.result import CommitResult
@@ -49,10 +49,13 @@ def scan_files(
 def partition_key(add: AddFile, snapshot: Snapshot) -> tuple[Any, ...]:
     """The file's typed partition values in partition-column order (comparable across
     writers that serialize values differently)."""
-    types = {f.name.lower(): f.type for f in parse_schema(snapshot.metadata.schema_string).fields}
+    fields = {f.name.lower(): f for f in parse_schema(snapshot.metadata.schema_string).fields}
     values = {k.lower(): v for k, v in add.partition_values.items()}
+    mode = snapshot.column_mapping_mode  # column mapping keys partitionValues physically
     return tuple(
-        parse_partition_value(values.get(c.lower()), types[c.lower()])
+        parse_partition_value(
+            values.get(physical_name(fields[c.lower()], mode).lower()), fields[c.lower()].type
+        )
         for c in snapshot.partition_columns
     )
 

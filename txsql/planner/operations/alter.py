@@ -21,6 +21,7 @@ from txsql.log import features, properties
 from txsql.log.actions import Action, Metadata, Protocol
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.operations.columns import enable_mapping, map_new_fields
 from txsql.planner.sql.statements import (
     AlterAddColumns,
     AlterSetProperties,
@@ -53,26 +54,33 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
         version = (txn.read_version or 0) + 1
         configuration[P.IN_COMMIT_TIMESTAMP_ENABLEMENT_VERSION] = str(version)
         configuration[P.IN_COMMIT_TIMESTAMP_ENABLEMENT_TIMESTAMP] = str(int(time.time() * 1000))
+    # none -> name: every column gets an id and keeps its name as the physical name.
+    configuration, schema_string = enable_mapping(metadata, configuration, metadata.schema_string)
+    new_metadata = replace(metadata, configuration=configuration, schema_string=schema_string)
     actions: list[Action] = []
-    upgraded = upgrade_protocol(protocol, configuration)
-    upgraded = apply_protocol_versions(upgraded, requested, metadata)
-    message = ""
+    if schema_string != metadata.schema_string and requested:
+        # Delta's documented idiom enables mapping with reader 2 / writer 5, which already
+        # imply columnMapping: versions first, so a legacy table stays legacy.
+        upgraded = apply_protocol_versions(protocol, requested, new_metadata)
+        upgraded = upgrade_protocol(upgraded, configuration)
+    else:
+        upgraded = upgrade_protocol(protocol, configuration)
+        upgraded = apply_protocol_versions(upgraded, requested, new_metadata)
     if upgraded != protocol:
         actions.append(upgraded)
-        message = features.upgrade_note(protocol, upgraded)
-    new_metadata = replace(metadata, configuration=configuration)
     features.check_cdc_columns(new_metadata)
     actions.append(new_metadata)
     txn.stage(actions)
     parameters = {"properties": json.dumps({**given, **requested})}
     committed = ctx.commit(txn, "SET TBLPROPERTIES", parameters, {})
+    note = features.upgrade_note(protocol, upgraded)
     return commit_result(
         text,
         statement.target.display,
         "SET TBLPROPERTIES",
         committed,
         txn.read_version,
-        message=message,
+        message=note if committed is not None else "",
     )
 
 
@@ -83,6 +91,13 @@ def run_unset_properties(ctx: RunContext, statement: AlterUnsetProperties, text:
     missing = []
     for key in statement.keys:
         present = by_lower.get(properties.canonical_key(key).lower())
+        if present is not None and present.lower().startswith("delta.columnmapping."):
+            # The data files use physical names: forgetting them would lose the columns.
+            raise InvalidTablePropertyError(
+                f"cannot unset {present}: the table's data files depend on column mapping",
+                hint="Column mapping cannot be turned off in place; copy the table with "
+                "CREATE TABLE ... AS SELECT to get a table without it.",
+            )
         if present is None:
             missing.append(key)
         else:
@@ -128,9 +143,10 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
                 hint="Add it as nullable; old rows read NULL.",
             )
         seen.add(lowered)
-    fields = new_fields(ctx, statement.columns)
+    fields, configuration = map_new_fields(metadata, new_fields(ctx, statement.columns))
     schema["fields"] = [*schema["fields"], *fields]
-    txn.stage([replace(metadata, schema_string=json.dumps(schema, separators=(",", ":")))])
+    schema_string = json.dumps(schema, separators=(",", ":"))
+    txn.stage([replace(metadata, schema_string=schema_string, configuration=configuration)])
     parameters = {"columns": json.dumps([{"column": f} for f in fields])}
     committed = ctx.commit(txn, "ADD COLUMNS", parameters, {})
     return commit_result(text, statement.target.display, "ADD COLUMNS", committed, txn.read_version)
@@ -230,6 +246,8 @@ def upgrade_protocol(protocol: Protocol, configuration: dict[str, str]) -> Proto
         wanted.append("inCommitTimestamp")
     if properties.change_data_feed_enabled(configuration):
         wanted.append("changeDataFeed")
+    if properties.column_mapping_mode(configuration).lower() == "name":
+        wanted.append("columnMapping")
     for key, value in configuration.items():
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
             wanted.append(key[len("delta.feature.") :])

@@ -329,7 +329,13 @@ def _in_scope(predicate: Predicate, add: AddFile, snapshot: Snapshot) -> bool:
     if predicate == TRUE:
         return True
     schema = parse_schema(snapshot.metadata.schema_string)
-    result = eval_partition(predicate, add.partition_values, schema, snapshot.partition_columns)
+    result = eval_partition(
+        predicate,
+        add.partition_values,
+        schema,
+        snapshot.partition_columns,
+        snapshot.column_mapping_mode,
+    )
     return result is True
 
 

@@ -267,7 +267,13 @@ def _spark_type(type_json: Any) -> str:
 
 def _partition_true(predicate: Predicate, add: AddFile, snapshot: Snapshot) -> bool:
     schema = parse_schema(snapshot.metadata.schema_string)
-    result = eval_partition(predicate, add.partition_values, schema, snapshot.partition_columns)
+    result = eval_partition(
+        predicate,
+        add.partition_values,
+        schema,
+        snapshot.partition_columns,
+        snapshot.column_mapping_mode,
+    )
     return result is True
 
 

@@ -27,6 +27,7 @@ from txsql.planner.dml.column_defs import (
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
+from txsql.planner.operations.columns import map_new_table
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
 from txsql.storage.factory import delete_quietly
@@ -94,6 +95,8 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 requested[canonical] = checked
             else:
                 configuration[canonical] = checked
+        # 'name' column mapping: ids and col-<uuid> physical names from the start.
+        schema_json, configuration = map_new_table(schema_json, configuration)
         metadata = Metadata(
             id=str(uuid.uuid4()),
             schema_string=json.dumps(schema_json, separators=(",", ":")),

@@ -16,6 +16,8 @@ from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTabl
 from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
 from txsql.planner.sql.statements import (
     AlterAddColumns,
+    AlterDropColumns,
+    AlterRenameColumn,
     AlterSetProperties,
     AlterUnsetProperties,
     CommandStatement,
@@ -150,7 +152,36 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
         return AlterAddColumns(ref, tuple(column_spec(c) for c in defs))
     if isinstance(action, exp.ColumnDef):
         return AlterAddColumns(ref, (column_spec(action),))
+    if isinstance(action, exp.RenameColumn):
+        old, new = action.this, action.args.get("to")
+        if new is None:
+            raise SqlError("RENAME COLUMN needs TO", hint="ALTER TABLE t RENAME COLUMN a TO b")
+        return AlterRenameColumn(
+            ref, _top_level_name(old, "RENAME COLUMN"), _top_level_name(new, "RENAME COLUMN")
+        )
+    if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() in (
+        "COLUMN",
+        "COLUMNS",
+    ):
+        names: list[str] = []
+        for item in action.args.get("tables") or []:
+            parts = item.expressions if isinstance(item, exp.Schema) else [item]
+            names.extend(_top_level_name(p, "DROP COLUMN") for p in parts)
+        return AlterDropColumns(ref, tuple(names), bool(action.args.get("exists")))
     return build_constraint_action(ref, action)
+
+
+def _top_level_name(node: exp.Expr | None, clause: str) -> str:
+    """A top-level column name; nested fields (``a.b``) are not supported."""
+    if isinstance(node, exp.Identifier) or (
+        isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier)
+    ):
+        return node.name
+    shown = node.sql(SPARK) if node is not None else "nothing"
+    raise UnsupportedStatementError(
+        f"{clause} takes a top-level column name, not {shown}",
+        hint="Nested struct fields cannot be renamed or dropped by txsql yet.",
+    )
 
 
 def _properties(node: exp.Expr) -> list[tuple[str, str]]:

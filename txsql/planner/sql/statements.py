@@ -188,6 +188,24 @@ class AlterAddColumns:
 
 
 @dataclass(frozen=True, slots=True)
+class AlterRenameColumn:
+    """ALTER TABLE t RENAME COLUMN a TO b (metadata-only; needs column mapping)."""
+
+    target: TableRef
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterDropColumns:
+    """ALTER TABLE t DROP COLUMN[S] [IF EXISTS] a[, b] (metadata-only; needs column mapping)."""
+
+    target: TableRef
+    columns: tuple[str, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DescribeDetail:
     target: TableRef
 
@@ -350,6 +368,8 @@ CommandStatement = (
     | AlterSetProperties
     | AlterUnsetProperties
     | AlterAddColumns
+    | AlterRenameColumn
+    | AlterDropColumns
     | DescribeDetail
     | RestoreTable
     | OptimizeTable
@@ -387,6 +407,8 @@ STATEMENT_NAMES: dict[type, str] = {
     AlterSetProperties: "ALTER TABLE SET TBLPROPERTIES",
     AlterUnsetProperties: "ALTER TABLE UNSET TBLPROPERTIES",
     AlterAddColumns: "ALTER TABLE ADD COLUMNS",
+    AlterRenameColumn: "ALTER TABLE RENAME COLUMN",
+    AlterDropColumns: "ALTER TABLE DROP COLUMNS",
     AlterAddConstraint: "ALTER TABLE ADD CONSTRAINT",
     AlterDropConstraint: "ALTER TABLE DROP CONSTRAINT",
     AlterColumn: "ALTER TABLE ALTER COLUMN SET/DROP NOT NULL|DEFAULT",

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from txsql.engine.write import STAGING_DIR
 from txsql.errors import (
@@ -44,6 +44,9 @@ class Catalog:
         self.warehouse = parse_location(warehouse).path
         self._fs = LocalFileIO()
         self._logs: dict[str, DeltaLog] = {}
+        # Session temp views over txsql tables (lower-case name -> their sqlglot query):
+        # resolved again by each statement that names them (see planner/operations/views).
+        self.views: dict[str, Any] = {}
 
     def location(self, ref: TableRef) -> str:
         if ref.path is not None:

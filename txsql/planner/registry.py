@@ -17,6 +17,7 @@ from txsql.planner.operations.alter import (
     run_set_properties,
     run_unset_properties,
 )
+from txsql.planner.operations.clone import run_clone
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
@@ -24,15 +25,19 @@ from txsql.planner.operations.merge.run import run_merge
 from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.operations.overwrite import run_insert_overwrite
 from txsql.planner.operations.query import run_query
+from txsql.planner.operations.replace import run_create_or_replace
 from txsql.planner.operations.restore import run_restore
 from txsql.planner.operations.update import run_update
 from txsql.planner.operations.vacuum import run_vacuum
-from txsql.planner.operations.writes import run_create_table, run_insert
+from txsql.planner.operations.views import run_create_view, run_spark_statement
+from txsql.planner.operations.writes import run_insert
 from txsql.planner.sql.statements import (
     AlterAddColumns,
     AlterSetProperties,
     AlterUnsetProperties,
+    CloneTable,
     CreateTable,
+    CreateView,
     Delete,
     DescribeDetail,
     DescribeHistory,
@@ -43,6 +48,7 @@ from txsql.planner.sql.statements import (
     OptimizeTable,
     Query,
     RestoreTable,
+    SparkStatement,
     Update,
     VacuumTable,
 )
@@ -65,7 +71,10 @@ def _run_explain(ctx: RunContext, statement: Explain, text: str) -> Result:
 
 
 STATEMENTS: dict[type, Entry] = {
-    CreateTable: Entry(run_create_table),
+    CreateTable: Entry(run_create_or_replace),
+    CloneTable: Entry(run_clone),
+    CreateView: Entry(run_create_view),
+    SparkStatement: Entry(run_spark_statement),
     InsertInto: Entry(run_insert),
     InsertOverwrite: Entry(run_insert_overwrite),
     Query: Entry(run_query, explain_query),

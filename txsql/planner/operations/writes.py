@@ -13,7 +13,7 @@ from txsql.engine.charvarchar import length_metadata
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
-from txsql.log.actions import Action, AddFile, Metadata
+from txsql.log.actions import Action, AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.context import RunContext
@@ -67,27 +67,9 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             df, _ = query_dataframe(ctx, statement.query)
             schema_json = df.schema.jsonValue()
         else:
-            schema_json = _schema_from_columns(ctx, statement)
-        _check_partition_columns(statement, schema_json)
-        configuration = {"delta.enableDeletionVectors": "true"}
-        requested: dict[str, str] = {}
-        for key, value in statement.properties:
-            canonical = properties.canonical_key(key)
-            checked = properties.validate_property(key, value)
-            if canonical in PROTOCOL_KEYS:
-                requested[canonical] = checked
-            else:
-                configuration[canonical] = checked
-        metadata = Metadata(
-            id=str(uuid.uuid4()),
-            schema_string=json.dumps(schema_json, separators=(",", ":")),
-            partition_columns=statement.partition_columns,
-            configuration=configuration,
-            description=statement.comment,
-            created_time=int(time.time() * 1000),
-        )
-        protocol = features.protocol_for_new_table(configuration)
-        protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
+            schema_json = schema_from_columns(ctx, statement)
+        check_partition_columns(statement, schema_json)
+        protocol, metadata = table_definition(statement, schema_json, str(uuid.uuid4()))
         actions: list[Action] = [protocol, metadata]
         claimed = False
         if ref.name is not None:
@@ -104,7 +86,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             if df is not None:
                 adds = write_data_files(ctx.spark, df, log.table_root, metadata)
                 actions.extend(adds)
-            operation = "CREATE TABLE AS SELECT" if df is not None else "CREATE TABLE"
+            operation = create_operation(statement)
             parameters = {
                 "isManaged": json.dumps(statement.location is None),
                 "description": statement.comment,
@@ -113,11 +95,11 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             }
             txn.stage(actions)
             committed = txn.commit(
-                operation, parameters, _write_metrics(adds) if df is not None else {}
+                operation, parameters, write_metrics(adds) if df is not None else {}
             )
         except BaseException as exc:
             # Our files were never committed: nobody else can reference them.
-            _delete_files(log.table_root, adds)
+            delete_files(log.table_root, adds)
             release_location(location, remove_root=not root_existed)
             if claimed:
                 ctx.catalog.release(ref, location)
@@ -126,7 +108,40 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             raise
     if ref.name is not None:
         ctx.catalog.claim(ref, location)  # idempotent; restores an entry a loser released
-    return _commit_result(text, ref.display, committed, adds if df is not None else None)
+    return commit_write_result(text, ref.display, committed, adds if df is not None else None)
+
+
+def table_definition(
+    statement: CreateTable, schema_json: dict[str, Any], table_id: str
+) -> tuple[Protocol, Metadata]:
+    """The protocol and metadata a CREATE (or REPLACE) of ``statement`` writes."""
+    configuration = {"delta.enableDeletionVectors": "true"}
+    requested: dict[str, str] = {}
+    for key, value in statement.properties:
+        canonical = properties.canonical_key(key)
+        checked = properties.validate_property(key, value)
+        if canonical in PROTOCOL_KEYS:
+            requested[canonical] = checked
+        else:
+            configuration[canonical] = checked
+    metadata = Metadata(
+        id=table_id,
+        schema_string=json.dumps(schema_json, separators=(",", ":")),
+        partition_columns=statement.partition_columns,
+        configuration=configuration,
+        description=statement.comment,
+        created_time=int(time.time() * 1000),
+    )
+    protocol = features.protocol_for_new_table(configuration)
+    return apply_protocol_versions(protocol, requested, metadata, new_table=True), metadata
+
+
+def create_operation(statement: CreateTable) -> str:
+    """Delta's operation name: CREATE [OR REPLACE] TABLE / REPLACE TABLE [AS SELECT]."""
+    name = {"": "CREATE TABLE", "REPLACE": "REPLACE TABLE"}.get(
+        statement.replace, "CREATE OR REPLACE TABLE"
+    )
+    return name + (" AS SELECT" if statement.query is not None else "")
 
 
 def _exists(statement: CreateTable, text: str, log: DeltaLog) -> Result:
@@ -143,7 +158,7 @@ def _exists(statement: CreateTable, text: str, log: DeltaLog) -> Result:
     )
 
 
-def _delete_files(root: str, adds: list[AddFile]) -> None:
+def delete_files(root: str, adds: list[AddFile]) -> None:
     for add in adds:
         with contextlib.suppress(OSError):
             os.unlink(data_file_path(root, add.path))
@@ -170,8 +185,8 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
     txn.stage(adds)
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-    committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
-    return _commit_result(text, statement.target.display, committed, adds, txn.read_version)
+    committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
+    return commit_write_result(text, statement.target.display, committed, adds, txn.read_version)
 
 
 def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) -> Result:
@@ -187,8 +202,8 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     adds = write_data_files(ctx.spark, conformed, snapshot.table_root, snapshot.metadata)
     txn.stage(adds)
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-    committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
-    return _commit_result(f"append to {table}", table, committed, adds, txn.read_version)
+    committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
+    return commit_write_result(f"append to {table}", table, committed, adds, txn.read_version)
 
 
 def _is_values(statement: InsertInto) -> bool:
@@ -206,7 +221,7 @@ def _as_query(statement: InsertInto) -> Any:
     return query
 
 
-def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, Any]:
+def schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, Any]:
     if not statement.columns:
         raise SchemaError(
             f"CREATE TABLE {statement.target.display} needs columns or AS SELECT",
@@ -225,7 +240,7 @@ def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, A
     return {"type": "struct", "fields": fields}
 
 
-def _check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]) -> None:
+def check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]) -> None:
     names = [f["name"] for f in schema_json["fields"]]
     missing = [p for p in statement.partition_columns if p not in names]
     if missing:
@@ -239,7 +254,7 @@ def _check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]
         )
 
 
-def _write_metrics(adds: list[AddFile]) -> dict[str, int]:
+def write_metrics(adds: list[AddFile]) -> dict[str, int]:
     return {
         "numFiles": len(adds),
         "numOutputBytes": sum(a.size for a in adds),
@@ -251,7 +266,7 @@ def _num_records(add: AddFile) -> int:
     return int(json.loads(add.stats).get("numRecords", 0)) if add.stats else 0
 
 
-def _commit_result(
+def commit_write_result(
     text: str,
     table: str,
     committed: CommitResult | None,

@@ -18,7 +18,16 @@ from sqlglot.errors import ParseError
 
 from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
 from txsql.planner.sql import commands, dml, merge
-from txsql.planner.sql.dialect import DIALECT, SPARK, Optimize, Reorg, Restore, Vacuum
+from txsql.planner.sql.dialect import (
+    DIALECT,
+    SPARK,
+    Optimize,
+    Reorg,
+    ReplaceTable,
+    Restore,
+    Vacuum,
+)
+from txsql.planner.sql.dialect import CloneTable as DialectClone
 from txsql.planner.sql.nodes import (
     column_spec,
     no_time_travel,
@@ -27,12 +36,15 @@ from txsql.planner.sql.nodes import (
     table_node,
     table_ref,
 )
+from txsql.planner.sql.passthrough import build_passthrough
 from txsql.planner.sql.statements import (
     STATEMENT_NAMES,
     Begin,
+    CloneTable,
     ColumnSpec,
     Commit,
     CreateTable,
+    CreateView,
     DescribeHistory,
     Explain,
     InsertInto,
@@ -59,14 +71,83 @@ def build_statement(expression: exp.Expr) -> Statement:
             if statement is not None:
                 return statement
             break
+    passthrough = build_passthrough(expression)
+    if passthrough is not None:
+        return passthrough
     raise UnsupportedStatementError(
         f"{_kind(expression)} statements are not supported yet",
         hint=f"txsql runs {supported_statements()}.",
     )
 
 
-def _create(create: exp.Create) -> CreateTable | None:
+def _create(create: exp.Create) -> CreateTable | CreateView | None:
+    if create.kind == "VIEW":
+        return _create_view(create)
     return _create_table(create) if create.kind == "TABLE" else None
+
+
+def _replace_table(replace: ReplaceTable) -> CreateTable:
+    create = replace.this
+    if not isinstance(create, exp.Create) or create.kind != "TABLE":
+        raise SqlError("REPLACE TABLE needs a table definition", hint=_REPLACE_EXAMPLE)
+    return _create_table(create, "REPLACE")
+
+
+def _clone(clone: DialectClone) -> CloneTable:
+    if not clone.args.get("shallow"):
+        # A deep clone copies every data file; txsql builds only the shallow kind so far.
+        raise UnsupportedStatementError(
+            "DEEP CLONE is not supported yet",
+            hint="Use SHALLOW CLONE (the clone references the source's files), or "
+            "CREATE TABLE t AS SELECT * FROM src to copy the rows.",
+        )
+    target = no_time_travel(table_ref(table_node(clone.this)), "CREATE TABLE ... CLONE")
+    properties = tuple(
+        (property_key(p.this), property_value(p.args["value"]))
+        for p in clone.args.get("properties") or []
+    )
+    return CloneTable(
+        target=target,
+        source=table_ref(table_node(clone.args["source"])),
+        replace=str(clone.args.get("replace") or ""),
+        if_not_exists=bool(clone.args.get("exists")),
+        location=clone.args.get("location"),
+        properties=properties,
+    )
+
+
+def _create_view(create: exp.Create) -> CreateView:
+    properties = create.args.get("properties")
+    temporary = any(
+        isinstance(p, exp.TemporaryProperty) for p in (properties.expressions if properties else [])
+    )
+    if not temporary:
+        # A permanent view lives in Spark's metastore, outside txsql: it would pin
+        # whatever txsql resolved at creation time.
+        raise UnsupportedStatementError(
+            "CREATE VIEW (a permanent view) is not supported",
+            hint="Use CREATE TEMP VIEW v AS SELECT ...: txsql keeps it in the session and "
+            "re-reads the latest version of its tables each time it is queried.",
+        )
+    query = create.expression
+    if not isinstance(query, exp.Query):
+        raise SqlError(
+            "CREATE TEMP VIEW needs AS SELECT ...", hint="CREATE TEMP VIEW v AS SELECT 1"
+        )
+    name = create.this
+    if isinstance(name, exp.Schema):
+        raise UnsupportedStatementError(
+            "a column list on CREATE TEMP VIEW is not supported",
+            hint="Name the columns in the SELECT with AS instead.",
+        )
+    if not isinstance(name, exp.Table) or name.args.get("db"):
+        raise SqlError("a temp view takes a plain name", hint="CREATE TEMP VIEW v AS SELECT 1")
+    return CreateView(
+        name=name.name,
+        query=query,
+        replace=bool(create.args.get("replace")),
+        if_not_exists=bool(create.args.get("exists")),
+    )
 
 
 def _insert_any(insert: exp.Insert) -> Statement:
@@ -108,15 +189,14 @@ def _explain(command: exp.Command) -> Explain:
     return Explain(build_statement(parsed[0]), text)
 
 
-def _create_table(create: exp.Create) -> CreateTable:
+def _create_table(create: exp.Create, replace: str = "") -> CreateTable:
     target = create.this
-    if create.args.get("replace"):
-        # Accepting OR REPLACE and creating instead would fail on the second run or, worse,
-        # read as "replaced" when it was not; real REPLACE (a new version of the same table
-        # removing every file) is not implemented yet, so refuse it by name.
-        raise UnsupportedStatementError(
-            "CREATE OR REPLACE TABLE is not supported yet",
-            hint=_REPLACE_HINT,
+    if not replace and create.args.get("replace"):
+        replace = "CREATE OR REPLACE"
+    if replace and create.args.get("exists"):
+        raise SqlError(
+            f"{replace} TABLE cannot be combined with IF NOT EXISTS",
+            hint="Use one of them: CREATE OR REPLACE TABLE t ... or CREATE TABLE IF NOT EXISTS t.",
         )
     columns: tuple[ColumnSpec, ...] = ()
     if isinstance(target, exp.Schema):
@@ -164,13 +244,11 @@ def _create_table(create: exp.Create) -> CreateTable:
         if_not_exists=bool(create.args.get("exists")),
         query=query,
         comment=comment,
+        replace=replace,
     )
 
 
-_REPLACE_HINT = (
-    "DROP TABLE is not available yet either: create the table under a new name, or use "
-    "CREATE TABLE IF NOT EXISTS and then INSERT OVERWRITE to replace its rows."
-)
+_REPLACE_EXAMPLE = "e.g. REPLACE TABLE t (id BIGINT) or REPLACE TABLE t AS SELECT ..."
 
 
 def _partition_names(node: exp.Expr) -> list[str]:
@@ -219,6 +297,8 @@ def _kind(expression: exp.Expr) -> str:
 
 BUILDERS: dict[type[exp.Expr], Builder] = {
     exp.Create: _create,
+    ReplaceTable: _replace_table,
+    DialectClone: _clone,
     exp.Insert: _insert_any,
     exp.Query: Query,
     exp.Describe: _describe,

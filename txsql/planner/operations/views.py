@@ -63,7 +63,8 @@ def run_spark_statement(ctx: RunContext, statement: SparkStatement, text: str) -
 
 
 def _drop_view(ctx: RunContext, drop: exp.Drop, text: str) -> Result:
-    names = [t.name for t in drop.expressions]
+    targets = drop.args.get("tables") or [drop.this]
+    names = [t.name for t in targets if isinstance(t, exp.Table)]
     kept = [n for n in names if ctx.catalog.views.pop(n.lower(), None) is not None]
     for name in names:
         if name in kept:

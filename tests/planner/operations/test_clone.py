@@ -18,7 +18,12 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import SchemaError, TableExistsError, TableNotFoundError, UnsupportedStatementError
+from txsql.errors import (
+    SchemaError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedStatementError,
+)
 
 pytestmark = [pytest.mark.spark]
 

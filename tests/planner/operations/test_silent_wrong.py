@@ -1,9 +1,10 @@
 """Statements that used to give a wrong answer without a word (issue 12).
 
 ``t@v1`` must read version 1 (sqlglot alone reads ``@v1`` as an alias of the latest
-version), ``CREATE OR REPLACE`` must replace (not be taken for CREATE), and column clauses txsql does
-not apply (GENERATED, DEFAULT, CHECK, keys) must be refused, not dropped. Oracles: DuckDB's
-delta_scan at the version, and the commit timestamp read straight from the JSON log.
+version), ``CREATE OR REPLACE`` must replace (not be taken for CREATE), and column clauses
+txsql does not apply (GENERATED, DEFAULT, CHECK, keys) must be refused, not dropped.
+Oracles: DuckDB's delta_scan at the version, and the commit timestamp read straight from
+the JSON log.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import sqlglot
@@ -21,6 +22,7 @@ from txsql.planner.sql import commands, dml, merge
 from txsql.planner.sql.dialect import (
     DIALECT,
     SPARK,
+    MergeWithEvolution,
     Optimize,
     Reorg,
     ReplaceTable,
@@ -303,6 +305,7 @@ BUILDERS: dict[type[exp.Expr], Builder] = {
     exp.Query: Query,
     exp.Describe: _describe,
     exp.Merge: merge.build_merge,
+    MergeWithEvolution: lambda node: replace(merge.build_merge(node.this), schema_evolution=True),
     exp.Delete: dml.build_delete,
     exp.Update: dml.build_update,
     exp.Command: _command,

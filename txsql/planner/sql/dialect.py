@@ -75,6 +75,12 @@ class CloneTable(exp.Expression):
     }
 
 
+class MergeWithEvolution(exp.Expression):
+    """``MERGE WITH SCHEMA EVOLUTION INTO ...``: ``this`` is the parsed MERGE."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True}
+
+
 class UnsetTableProperties(exp.Expression):
     """The ``UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)`` action of an ALTER TABLE."""
 
@@ -278,6 +284,16 @@ class TxSql(Databricks):
             ):
                 self._advance()
                 return _STATEMENTS[curr.text.upper()](self)
+            if (
+                curr is not None
+                and curr.token_type == TokenType.MERGE
+                and self._next is not None
+                and self._next.token_type == TokenType.WITH
+            ):
+                self._advance()
+                if not self._match_text_seq("WITH", "SCHEMA", "EVOLUTION"):
+                    self.raise_error("Expected MERGE WITH SCHEMA EVOLUTION INTO ...")
+                return MergeWithEvolution(this=self._parse_merge())
             if curr is not None and curr.token_type in (TokenType.CREATE, TokenType.REPLACE):
                 clone = _try_parse_clone(self)
                 if clone is not None:
@@ -338,6 +354,9 @@ class TxSql(Databricks):
                 "REPLACE" + self.sql(e, "this")[len("CREATE OR REPLACE") :]
             ),
             CloneTable: lambda self, e: _clone_sql(self, e),
+            MergeWithEvolution: lambda self, e: (
+                "MERGE WITH SCHEMA EVOLUTION " + self.sql(e, "this")[len("MERGE ") :]
+            ),
             UnsetTableProperties: lambda self, e: (
                 "UNSET TBLPROPERTIES "
                 + ("IF EXISTS " if e.args.get("exists") else "")
@@ -381,6 +400,7 @@ __all__ = [
     "DIALECT",
     "SPARK",
     "CloneTable",
+    "MergeWithEvolution",
     "Optimize",
     "Reorg",
     "ReplaceTable",

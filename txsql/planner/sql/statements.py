@@ -126,6 +126,9 @@ class Merge:
     source_alias: str
     on: exp.Expr
     clauses: tuple[MergeClause, ...]
+    # MERGE WITH SCHEMA EVOLUTION: source columns missing in the target are added to it
+    # for INSERT * / UPDATE SET * (also when the Spark conf autoMerge.enabled is true).
+    schema_evolution: bool = False
 
 
 @dataclass(frozen=True, slots=True)

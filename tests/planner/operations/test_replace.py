@@ -15,7 +15,13 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import MetadataChangedError, SchemaError, TableNotFoundError, TransactionError
+from txsql.errors import (
+    ConcurrentAppendError,
+    MetadataChangedError,
+    SchemaError,
+    TableNotFoundError,
+    TransactionError,
+)
 
 pytestmark = [pytest.mark.spark]
 
@@ -117,3 +123,30 @@ def test_concurrent_writer_loses_to_a_replace(session: txsql.Session) -> None:
     assert rows(session) == [(7,)]
     assert duckdb_rows(str(Path(session.warehouse) / "t"), 2, "k") == [(7,)]
     assert session.table("t").version() == 2
+
+
+def test_replace_loses_to_a_blind_append_committed_meanwhile(
+    session: txsql.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The INSERT commits after the replace pinned its snapshot and before it commits.
+    # Under WriteSerializable a blind append would normally be ordered after us, but here
+    # its old-schema file would survive the replace: the replace must fail instead.
+    from txsql.planner.operations import replace as replace_module
+
+    original = replace_module.query_dataframe
+
+    def interleaved(*args: Any, **kwargs: Any) -> Any:
+        session.sql("INSERT INTO t VALUES (3, 'c')")  # v2
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(replace_module, "query_dataframe", interleaved)
+    with pytest.raises(ConcurrentAppendError):
+        session.sql("CREATE OR REPLACE TABLE t AS SELECT 7 AS k")
+    monkeypatch.undo()
+    assert session.table("t").version() == 2
+    assert rows(session) == [(1, "a"), (2, "b"), (3, "c")]
+    root = Path(session.warehouse) / "t"
+    assert duckdb_rows(str(root), 2, "id, v") == [(1, "a"), (2, "b"), (3, "c")]
+    live = {a["add"]["path"] for v in (1, 2) for a in commit_actions(root, v) if "add" in a}
+    data = {str(p.relative_to(root)) for p in root.rglob("*.parquet")}
+    assert data == live  # the failed replace's files were deleted

@@ -18,12 +18,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import (
-    SchemaError,
-    TableExistsError,
-    TableNotFoundError,
-    UnsupportedStatementError,
-)
+from txsql.errors import SchemaError, TableExistsError, TableNotFoundError
 
 pytestmark = [pytest.mark.spark]
 
@@ -134,10 +129,30 @@ def test_vacuum_on_either_side_keeps_the_other_readable(session: txsql.Session) 
     assert left and all("p=z" in p for p in left)
 
 
+def test_deep_clone_copies_the_files(session: txsql.Session) -> None:
+    warehouse = Path(session.warehouse)
+    src_files = files_under(warehouse / "src")
+    result = session.sql("CREATE TABLE d DEEP CLONE src VERSION AS OF 2")
+    assert (result.operation, result.version) == ("CLONE", 0)
+    actions = commit_actions(warehouse / "d", 0)
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert info["operationParameters"]["isShallow"] == "false"
+    assert info["operationMetrics"]["numCopiedFiles"] == "2"
+    adds = [a["add"] for a in actions if "add" in a]
+    assert not any(a["path"].startswith(("file:", "/")) for a in adds)
+    assert [a["deletionVector"]["storageType"] for a in adds if a.get("deletionVector")] == ["u"]
+    assert not (warehouse / "src" / "_txsql_clones").exists()
+    assert files_under(warehouse / "src") == src_files
+    # Readers see the source's version 2; DuckDB too, since every path is relative.
+    assert duckdb_rows(str(warehouse / "d"), 0, "id, p") == SRC_ROWS_V2
+    assert deltalake_rows(str(warehouse / "d"), 0, "id, p") == SRC_ROWS_V2
+    session.sql("DELETE FROM src")
+    session.sql("DELETE FROM d WHERE id = 1")
+    assert rows(session, "SELECT * FROM d") == [(3, "b")]
+
+
 def test_clone_variants_and_errors(session: txsql.Session, tmp_path: Path) -> None:
     warehouse = Path(session.warehouse)
-    with pytest.raises(UnsupportedStatementError, match="DEEP CLONE"):
-        session.sql("CREATE TABLE d DEEP CLONE src")
     with pytest.raises(TableNotFoundError):
         session.sql("REPLACE TABLE d SHALLOW CLONE src")
     with pytest.raises(SchemaError, match="inside"):

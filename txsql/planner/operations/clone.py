@@ -1,4 +1,7 @@
-"""CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t SHALLOW CLONE src [VERSION | TIMESTAMP AS OF].
+"""CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE src [VERSION | TIMESTAMP AS OF].
+
+A DEEP clone copies every data and DV file of the source version under the clone's root
+(fresh names, relative paths; ``isShallow`` false): it shares nothing with the source.
 
 A shallow clone is a new log whose files are the source's, as Delta writes it: one commit
 with operation ``CLONE`` (parameters ``source``, ``sourceVersion``, ``isShallow``), the
@@ -24,12 +27,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
+from txsql.dv.descriptor import DeletionVectorDescriptor, dv_file_name
 from txsql.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata
@@ -42,7 +47,7 @@ from txsql.planner.operations.replace import merged_protocol
 from txsql.planner.sql.statements import CloneTable
 from txsql.result import Result
 from txsql.storage.filesystem import LocalFileIO
-from txsql.storage.paths import parse_location
+from txsql.storage.paths import data_file_path, parse_location
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.transaction import CommitResult, Transaction
 
@@ -91,7 +96,6 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
         check_location_empty(location)
     else:
         txn.mark_read_whole_table()
-    adds = [clone_add(f, source_root) for f in source.files]
     metadata = _metadata(statement, source, current)
     protocol = (
         source.protocol if current is None else merged_protocol(current.protocol, source.protocol)
@@ -103,19 +107,27 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
     actions.append(metadata)
     if current is not None:
         actions.extend(f.to_remove(data_change=True) for f in current.files)
-    actions.extend(adds)
-    entry = register_clone(source_root, location, source.version)
+    # A shallow clone is registered next to the source before it commits (see above).
+    entry = register_clone(source_root, location, source.version) if statement.shallow else None
     claimed = root_existed = False
+    copies = DeepCopy(source_root, location)
     try:
         if current is None:
             root_existed = claim_location(location)
             if ref.name is not None:
                 claimed = ctx.catalog.claim(ref, location)
+        if statement.shallow:
+            actions.extend(clone_add(f, source_root) for f in source.files)
+        else:
+            actions.extend(copies.copy(f) for f in source.files)
         txn.stage(actions)
-        committed = ctx.commit(txn, "CLONE", _parameters(statement, source), _metrics(source))
+        metrics = _metrics(source, copies)
+        committed = ctx.commit(txn, "CLONE", _parameters(statement, source), metrics)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(entry)
+        copies.delete()  # never committed: nobody references the copies
+        if entry is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(entry)
         if current is None:
             release_location(location, remove_root=not root_existed)
             if claimed:
@@ -141,6 +153,60 @@ def clone_add(add: AddFile, source_root: str) -> AddFile:
         base_row_id=None,
         default_row_commit_version=None,
     )
+
+
+class DeepCopy:
+    """DEEP CLONE: each source file (and DV file) copied under the clone's root.
+
+    Copies get fresh names (a UUID prefix; DV files a new UUID), so replacing a table with
+    a clone of the same source never overwrites a file an older version still names.
+    """
+
+    def __init__(self, source_root: str, clone_root: str) -> None:
+        self.source_root = source_root
+        self.clone_root = clone_root
+        self.written: list[str] = []
+        self.data_files = 0
+        self.bytes = 0
+        self._dv_files: dict[str, uuid.UUID] = {}
+
+    def copy(self, add: AddFile) -> AddFile:
+        source = data_file_path(self.source_root, add.path)
+        relative = unquote(add.path) if not urlparse(add.path).scheme else ""
+        directory = os.path.dirname(relative)
+        name = f"{uuid.uuid4().hex[:12]}-{os.path.basename(source)}"
+        self._copy(source, os.path.join(self.clone_root, directory, name))
+        self.data_files += 1
+        self.bytes += add.size
+        dv = add.deletion_vector
+        if dv is not None and dv.storage_type in ("u", "p"):
+            located = dv.absolute_path(self.source_root)
+            assert located is not None
+            new_uuid = self._dv_files.get(located)
+            if new_uuid is None:
+                new_uuid = self._dv_files[located] = uuid.uuid4()
+                self._copy(located, os.path.join(self.clone_root, dv_file_name(new_uuid)))
+            dv = DeletionVectorDescriptor.on_disk(
+                new_uuid, dv.offset or 0, dv.size_in_bytes, dv.cardinality
+            )
+        return replace(
+            add,
+            path=quote(os.path.join(directory, name)),
+            data_change=True,
+            deletion_vector=dv,
+            base_row_id=None,
+            default_row_commit_version=None,
+        )
+
+    def _copy(self, source: str, target: str) -> None:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        self.written.append(target)
+        shutil.copyfile(source, target)
+
+    def delete(self) -> None:
+        for path in self.written:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def absolute_uri(root: str, path: str) -> str:
@@ -233,18 +299,18 @@ def _parameters(statement: CloneTable, source: Snapshot) -> dict[str, object]:
     return {
         "source": statement.source.display,
         "sourceVersion": json.dumps(source.version),
-        "isShallow": json.dumps(True),
+        "isShallow": json.dumps(statement.shallow),
     }
 
 
-def _metrics(source: Snapshot) -> dict[str, int]:
+def _metrics(source: Snapshot, copies: DeepCopy) -> dict[str, int]:
     return {
         "sourceTableSize": sum(f.size for f in source.files),
         "sourceNumOfFiles": len(source.files),
         "numRemovedFiles": 0,
-        "numCopiedFiles": 0,
+        "numCopiedFiles": copies.data_files,
         "removedFilesSize": 0,
-        "copiedFilesSize": 0,
+        "copiedFilesSize": copies.bytes,
     }
 
 
@@ -257,7 +323,7 @@ def _result(text: str, table: str, committed: CommitResult | None, source: Snaps
         version=committed.version,
         table=table,
         operation_metrics=dict(info.operation_metrics or {}),
-        message=f"shallow clone of version {source.version} ({len(source.files)} file(s))",
+        message=f"clone of version {source.version} ({len(source.files)} file(s))",
     )
 
 

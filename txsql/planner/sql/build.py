@@ -96,13 +96,6 @@ def _replace_table(replace: ReplaceTable) -> CreateTable:
 
 
 def _clone(clone: DialectClone) -> CloneTable:
-    if not clone.args.get("shallow"):
-        # A deep clone copies every data file; txsql builds only the shallow kind so far.
-        raise UnsupportedStatementError(
-            "DEEP CLONE is not supported yet",
-            hint="Use SHALLOW CLONE (the clone references the source's files), or "
-            "CREATE TABLE t AS SELECT * FROM src to copy the rows.",
-        )
     target = no_time_travel(table_ref(table_node(clone.this)), "CREATE TABLE ... CLONE")
     properties = tuple(
         (property_key(p.this), property_value(p.args["value"]))
@@ -115,6 +108,7 @@ def _clone(clone: DialectClone) -> CloneTable:
         if_not_exists=bool(clone.args.get("exists")),
         location=clone.args.get("location"),
         properties=properties,
+        shallow=bool(clone.args.get("shallow")),
     )
 
 

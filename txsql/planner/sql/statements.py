@@ -46,7 +46,7 @@ class CreateTable:
 
 @dataclass(frozen=True, slots=True)
 class CloneTable:
-    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t SHALLOW CLONE src [VERSION AS OF n]``."""
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE src [AS OF ...]``."""
 
     target: TableRef
     source: TableRef  # may carry VERSION / TIMESTAMP AS OF
@@ -54,6 +54,7 @@ class CloneTable:
     if_not_exists: bool = False
     location: str | None = None
     properties: tuple[tuple[str, str], ...] = ()
+    shallow: bool = True  # False: DEEP CLONE copies the files into the clone
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +275,7 @@ Statement = (
 # registry has a runner for each one but the transaction controls.
 STATEMENT_NAMES: dict[type, str] = {
     CreateTable: "CREATE [OR REPLACE] TABLE / REPLACE TABLE",
-    CloneTable: "CREATE TABLE ... SHALLOW CLONE",
+    CloneTable: "CREATE TABLE ... SHALLOW / DEEP CLONE",
     CreateView: "CREATE TEMP VIEW",
     SparkStatement: "Spark-only statements (SET, SHOW, CACHE, USE, DROP VIEW)",
     InsertInto: "INSERT INTO",

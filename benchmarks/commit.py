@@ -2,8 +2,11 @@
 
 Run: ``python benchmarks/commit.py``. Prints, in one run on this machine:
 
-1. the time to check one transaction against 100 winning commits (goal < 50 ms);
-2. the throughput of tiny blind-append commits from one process (commits/s);
+1. the time to check one transaction against 100 winning commits (goal < 50 ms), in
+   memory, on local disk and on an S3 API (moto's server, started on 127.0.0.1 in its own
+   process, log in the temp dir);
+2. the throughput of tiny blind-append commits from one process (commits/s), local disk
+   next to the S3 API (TXSQL_BENCH_S3=0 skips the S3 rows);
 3. 4 writer processes each deleting different rows of the same data file through deletion
    vectors, with row-level concurrency on (goal: 0 % aborts) and off (Delta Spark's
    file-level rule, for comparison);
@@ -17,9 +20,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
@@ -71,11 +78,11 @@ def _tiny_add(i: int) -> AddFile:
     return AddFile(f"f{i}.parquet", {}, 1, 0, stats=json.dumps({"numRecords": 1}))
 
 
-def conflict_check_ms() -> float:
+def conflict_check_ms(make_log: Callable[[int], DeltaLog], runs: int = 5) -> float:
     """One reader-writer transaction rebased over 100 winning blind appends."""
     timings = []
-    for _ in range(5):
-        log = DeltaLog(LogStore("/mem/c", MemoryFileIO()))
+    for run in range(runs):
+        log = make_log(run)
         _create(log, row_level=True)
         txn = Transaction(log)
         snapshot = txn.snapshot()
@@ -93,8 +100,7 @@ def conflict_check_ms() -> float:
     return statistics.median(timings)
 
 
-def commit_throughput(root: str, commits: int = 300) -> float:
-    log = DeltaLog.for_path(root)
+def commit_throughput(log: DeltaLog, commits: int = 300) -> float:
     _create(log, row_level=True)
     started = time.perf_counter()
     for i in range(commits):
@@ -170,14 +176,87 @@ def concurrent_writers(row_level: bool) -> tuple[int, int, float]:
         return aborts, WRITERS * COMMITS_PER_WRITER, elapsed
 
 
+class MotoServer:
+    """moto's S3 server in its own process on 127.0.0.1 (so it does not share our GIL)."""
+
+    def __init__(self, log_dir: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self._log = open(os.path.join(log_dir, "moto-s3.log"), "wb")  # noqa: SIM115
+        command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+        self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        self.options = {
+            "endpoint": self.endpoint,
+            "region": "us-east-1",
+            "access_key_id": "bench",
+            "secret_access_key": "bench",
+        }
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or self._process.poll() is not None:
+                    raise RuntimeError(f"moto did not start (see {self._log.name})") from None
+                time.sleep(0.2)
+
+    def bucket(self, name: str) -> str:
+        import boto3
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket=name)
+        return f"s3://{name}"
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.wait(timeout=30)
+        self._log.close()
+
+
 def main() -> None:
     print(f"txsql commit benchmarks (cpu count {os.cpu_count()})")
-    print(
-        f"1. conflict check against 100 winning commits: {conflict_check_ms():.1f} ms "
-        "(goal < 50 ms)"
-    )
-    with tempfile.TemporaryDirectory() as root:
-        print(f"2. tiny blind-append commits, one process: {commit_throughput(root):.0f} commits/s")
+    with_s3 = os.environ.get("TXSQL_BENCH_S3", "1") != "0"
+    s3_commits = int(os.environ.get("TXSQL_BENCH_S3_COMMITS", "100"))
+    with tempfile.TemporaryDirectory() as tmp:
+        moto = MotoServer(tmp) if with_s3 else None
+        try:
+            stores: list[tuple[str, Callable[[int], DeltaLog]]] = [
+                ("memory", lambda run: DeltaLog(LogStore(f"/mem/c{run}", MemoryFileIO()))),
+                ("local disk", lambda run: DeltaLog.for_path(os.path.join(tmp, f"c{run}"))),
+            ]
+            if moto is not None:
+                bucket, options = moto.bucket("bench"), moto.options
+
+                def s3_log(run: int) -> DeltaLog:
+                    return DeltaLog.for_path(f"{bucket}/c{run}", options)
+
+                stores.append(("S3 API (moto)", s3_log))
+            for name, make_log in stores:
+                print(
+                    f"1. conflict check against 100 winning commits, {name}: "
+                    f"{conflict_check_ms(make_log):.1f} ms (goal < 50 ms)"
+                )
+            rate = commit_throughput(DeltaLog.for_path(os.path.join(tmp, "tp")))
+            print(f"2. tiny blind-append commits, one process, local disk: {rate:.0f} commits/s")
+            if moto is not None:
+                log = DeltaLog.for_path(f"{bucket}/tp", moto.options)
+                rate = commit_throughput(log, s3_commits)
+                print(
+                    f"2. tiny blind-append commits, one process, S3 API (moto): "
+                    f"{rate:.0f} commits/s"
+                )
+        finally:
+            if moto is not None:
+                moto.stop()
     for row_level in (True, False):
         aborts, commits, elapsed = concurrent_writers(row_level)
         rate = 100 * aborts / (aborts + commits)

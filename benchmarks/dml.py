@@ -1,7 +1,8 @@
 """DELETE / UPDATE / MERGE on txsql (deletion vectors) vs the ``deltalake`` package (delta-rs).
 
-Run: ``python benchmarks/dml.py [--rows N] [--k-column NAME]`` (default 5,000,000 rows;
-``local[2]``; ``--k-column`` renames the int column ``k``).
+Run: ``python benchmarks/dml.py [--rows N] [--k-column NAME]`` (default 5,000,000 rows, or
+``TXSQL_BENCH_ROWS`` for quick runs; ``local[2]``; ``--k-column`` renames the int column
+``k``).
 
 In one process it builds the same table twice in a temp dir -- ``id`` bigint 0..N-1,
 ``k`` int ``id % 100``, ``v`` double ``(id * 7919 % 100003) / 8`` (exact in float64, so sums
@@ -269,7 +270,9 @@ def goal_met(i: int, time_ratio: float, ours_bytes: int, rs_bytes: int) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument(
+        "--rows", type=int, default=int(os.environ.get("TXSQL_BENCH_ROWS", 5_000_000))
+    )
     parser.add_argument(
         "--k-column", default="k", help="name of the int32 column (default k, as in the issue)"
     )

@@ -10,6 +10,9 @@ the first query of the table version: DVs not yet cached), "best" the best of th
 Run: ``python benchmarks/scan.py [rows] [files]`` (``local[2]``); rows also from
 ``TXSQL_BENCH_ROWS`` (e.g. ``TXSQL_BENCH_ROWS=500000`` for a quick run), deleted fractions
 from ``TXSQL_BENCH_DELETED`` (comma-separated, default ``0.01,0.1``).
+``TXSQL_BENCH_STRATEGIES=1`` also times the strategies the scan chooses between: the DV
+filter as a literal ``IN`` set vs a broadcast anti-join (count), and the per-file constants
+as map literals vs a broadcast join (rows per ``_file``, a query that uses the constant).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -29,7 +33,10 @@ from pyroaring import BitMap64
 os.environ.setdefault("TXSQL_DRIVER_MEMORY", "4g")
 
 from txsql.dv.store import write_deletion_vectors
+from txsql.engine import dv_filter, file_constants
+from txsql.engine import scan as scan_module
 from txsql.engine.scan import resolve_path, scan_snapshot
+from txsql.engine.scan_cache import ScanCache
 from txsql.engine.spark import local_session
 from txsql.engine.write import write_data_files
 from txsql.log.actions import CommitInfo, Metadata, Protocol, RemoveFile
@@ -98,6 +105,46 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     return first, best, result
 
 
+@contextmanager
+def strategy(literal_keys: int, literal_files: int) -> Iterator[None]:
+    """Force the scan's DV-filter and constants strategies (and plan afresh) inside."""
+    saved = (dv_filter._LITERAL_KEYS, file_constants._LITERAL_FILES, scan_module._SCAN_CACHE)
+    dv_filter._LITERAL_KEYS = literal_keys
+    file_constants._LITERAL_FILES = literal_files
+    scan_module._SCAN_CACHE = ScanCache()
+    try:
+        yield
+    finally:
+        dv_filter._LITERAL_KEYS, file_constants._LITERAL_FILES, scan_module._SCAN_CACHE = saved
+
+
+def compare_strategies(spark: Any, snapshot: Any) -> None:
+    """Time each strategy on the same table; literal IN sets only up to 200k keys."""
+    deleted = sum(f.deletion_vector.cardinality for f in snapshot.files if f.deletion_vector)
+
+    def count() -> int:
+        return int(scan_snapshot(spark, snapshot).count())
+
+    def per_file() -> int:
+        df = scan_snapshot(spark, snapshot, with_row_ids=True)
+        return len(df.groupBy(df.columns[-2]).count().collect())
+
+    cases = [("count [DV join]", -1, 1 << 30, count)]
+    if deleted <= 200_000:
+        cases.append(("count [DV literal]", 1 << 62, 1 << 30, count))
+    cases += [
+        ("_file [const join]", -1, -1, per_file),
+        ("_file [const literal]", -1, 1 << 30, per_file),
+    ]
+    for name, keys, files, fn in cases:
+        with strategy(keys, files):
+            start = time.perf_counter()
+            scan_snapshot(spark, snapshot, with_row_ids=fn is per_file)
+            plan = time.perf_counter() - start
+            first, best, value = timed(fn)
+        print(f"{name:22} {first:8.3f} {best:8.3f}  {value} (planning {plan:.3f} s)")
+
+
 def main() -> None:
     default_rows = int(os.environ.get("TXSQL_BENCH_ROWS", "5000000"))
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else default_rows
@@ -151,6 +198,8 @@ def run(spark: Any, root: str, rows: int, files: int, fraction: float) -> None:
             f"ratio {query} ({fraction:.0%} deleted): warm {best / plain:.2f}x, "
             f"first {first / plain:.2f}x (goal <= 1.3x warm)"
         )
+    if os.environ.get("TXSQL_BENCH_STRATEGIES") == "1":
+        compare_strategies(spark, snapshot)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,18 @@ from typing import TYPE_CHECKING, Any
 from txsql import errors
 from txsql.version import __version__
 
-__all__ = ["Result", "Session", "Table", "__version__", "errors", "load_ipython_extension"]
+__all__ = [
+    "Result",
+    "Session",
+    "Table",
+    "__version__",
+    "errors",
+    "load_ipython_extension",
+    "local_spark",
+]
 
 if TYPE_CHECKING:
+    from txsql.engine.spark import local_spark
     from txsql.result import Result
     from txsql.session import Session
     from txsql.table import Table
@@ -25,6 +34,11 @@ def __getattr__(name: str) -> Any:
         from txsql.table import Table
 
         return Table
+    if name == "local_spark":
+        # txsql.local_spark(master="local[*]", app_name="txsql"): a quiet local SparkSession
+        from txsql.engine.spark import local_spark
+
+        return local_spark
     if name == "Result":
         from txsql.result import Result
 

@@ -12,11 +12,14 @@ if TYPE_CHECKING:
 
 
 def run_demo(warehouse: str | None = None) -> None:
+    from txsql.engine.spark import local_spark
     from txsql.session import Session
 
     directory = warehouse or tempfile.mkdtemp(prefix="txsql-demo-")
-    print(f"txsql demo — warehouse {directory}\n")
-    s = Session(warehouse=directory)
+    print(f"txsql demo — warehouse {directory}")
+    spark = local_spark()  # quiet: Spark's own output goes to the log file it names
+    print()
+    s = Session(spark, warehouse=directory)
     run(s, "CREATE TABLE trips (id BIGINT NOT NULL, city STRING, km DOUBLE) PARTITIONED BY (city)")
     run(s, "INSERT INTO trips VALUES (1, 'Oslo', 12.5), (2, 'Lima', 3.0), (3, 'Oslo', 7.25)")
     run(s, "INSERT INTO trips SELECT id + 10, city, km * 2 FROM trips")

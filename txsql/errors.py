@@ -51,7 +51,66 @@ class StorageError(TxSqlError):
 class UnsupportedStorageError(StorageError):
     """The table location uses a URI scheme txsql cannot write to."""
 
-    default_hint = "Use a local path or a file: URI; object stores are not supported yet."
+    default_hint = (
+        "Use a local path, file://, s3:// (or s3a://), gs://, abfss:// or az:// locations."
+    )
+
+
+class StorageCredentialsError(StorageError):
+    """The object store refused us, or no credentials were found for it."""
+
+    default_hint = (
+        "Set credentials in Session(storage_options={...}) (e.g. access_key_id and "
+        "secret_access_key for S3), in the environment (AWS_ACCESS_KEY_ID, "
+        "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_ACCOUNT_KEY, ...) or in Spark's "
+        "Hadoop configuration (spark.hadoop.fs.s3a.access.key, ...)."
+    )
+
+
+class BucketNotFoundError(StorageError):
+    """The bucket or container of a location does not exist."""
+
+    default_hint = (
+        "Create the bucket first (txsql never creates buckets), or fix the bucket name and "
+        "the endpoint in the location / storage_options."
+    )
+
+
+class StorageUnreachableError(StorageError):
+    """The object store's endpoint did not answer (DNS, connection refused, timeout)."""
+
+    default_hint = (
+        "Check the endpoint (storage_options 'endpoint', AWS_ENDPOINT_URL or "
+        "spark.hadoop.fs.s3a.endpoint), the network and any proxy, then re-run the statement."
+    )
+
+
+class StorageRegionError(StorageError):
+    """The bucket lives in another region than the one requests are signed for."""
+
+    default_hint = (
+        "Set the bucket's region: storage_options={'region': ...}, AWS_REGION, or "
+        "spark.hadoop.fs.s3a.endpoint.region."
+    )
+
+
+class ConditionalWriteUnsupportedError(StorageError):
+    """The store does not honour put-if-absent (``If-None-Match: *``) writes."""
+
+    default_hint = (
+        "txsql commits with conditional PUTs and cannot run safely without them. Use a store "
+        "that supports them (AWS S3, GCS, Azure, MinIO, recent Ceph/R2), or upgrade the "
+        "S3-compatible server; nothing was written to the table."
+    )
+
+
+class InvalidStorageOptionError(StorageError):
+    """A ``storage_options`` key or value the object store does not understand."""
+
+    default_hint = (
+        "Check the key against the obstore/object_store configuration names for this store "
+        "(e.g. endpoint, region, access_key_id, secret_access_key, allow_http)."
+    )
 
 
 class VersionExistsError(StorageError):
@@ -73,6 +132,17 @@ class SparkStartError(TxSqlError):
     default_hint = (
         "Check that Java 17+ is installed and JAVA_HOME points to it, then run "
         "%reload_ext txsql (or pass --spark with a session you built yourself)."
+    )
+
+
+class ExecutorSetupError(TxSqlError):
+    """Spark's executors cannot import txsql (they run its DV and storage code)."""
+
+    default_hint = (
+        "Install txsql on every node of the cluster (pip install txsql, in the Python that "
+        "PYSPARK_PYTHON names), or ship it with the job: build a wheel or zip of the txsql "
+        "package and set spark.submit.pyFiles (or call spark.addArtifacts(..., pyfile=True) "
+        "on Spark Connect) before the first statement."
     )
 
 
@@ -416,6 +486,7 @@ class MagicUsageError(TxSqlError):
 
 __all__ = [
     "AppendOnlyTableError",
+    "BucketNotFoundError",
     "CharVarcharLengthError",
     "CheckpointFallbackWarning",
     "ChecksumMismatchError",
@@ -426,11 +497,14 @@ __all__ = [
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
+    "ConditionalWriteUnsupportedError",
     "CorruptDeletionVectorError",
     "CorruptLogError",
     "DataFileError",
     "DiskFullError",
+    "ExecutorSetupError",
     "ExpressionTooDeepError",
+    "InvalidStorageOptionError",
     "InvalidTablePropertyError",
     "MagicUsageError",
     "MergeCardinalityError",
@@ -443,7 +517,10 @@ __all__ = [
     "SparkStartError",
     "SqlError",
     "SqlParseError",
+    "StorageCredentialsError",
     "StorageError",
+    "StorageRegionError",
+    "StorageUnreachableError",
     "StorageWriteError",
     "TableCreatedConcurrentlyError",
     "TableExistsError",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from txsql.engine.executors import check_executors_import_txsql
 from txsql.engine.failures import typed_engine_error
+from txsql.engine.spark_errors import position_in_script, quiet_spark_errors, spark_error_message
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner import registry
 from txsql.planner.catalog import Catalog
@@ -23,6 +24,7 @@ from txsql.planner.sql.statements import (
     Rollback,
     Statement,
 )
+from txsql.planner.sql.syntax import quiet_sqlglot
 from txsql.result import Result
 from txsql.table import Table
 from txsql.txn.isolation import IsolationLevel
@@ -44,6 +46,12 @@ class Session:
             ``./txsql-warehouse``); tables can always be addressed by path as
             ``delta.`/path```.
         max_commit_attempts: how many lost commit races a statement may retry.
+        storage_options: object-store settings (endpoint, region, access_key_id, ...);
+            they beat the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``), which beats
+            Spark's Hadoop configuration (``spark.hadoop.fs.s3a.*``...). One set per
+            Python process: the last Session created sets it.
+        spark_scheme: how Spark names each store, e.g. ``{"s3": "s3"}`` on EMR (default
+            ``s3://`` -> ``s3a://``; ``gs://`` and ``abfss://`` unchanged).
     """
 
     def __init__(
@@ -52,15 +60,21 @@ class Session:
         warehouse: str | None = None,
         *,
         max_commit_attempts: int = 10_000,
+        storage_options: Mapping[str, object] | None = None,
+        spark_scheme: Mapping[str, str] | None = None,
     ) -> None:
+        from txsql.engine.executors import hadoop_storage_conf
         from txsql.engine.spark import local_session, prepare_session
+        from txsql.storage.factory import configure_storage
+        from txsql.storage.paths import parse_location
 
         if spark is None:
             from pyspark.sql import SparkSession
 
             spark = SparkSession.getActiveSession() or local_session()
         self.spark = prepare_session(spark)
-        self.warehouse = os.path.abspath(warehouse or DEFAULT_WAREHOUSE)
+        configure_storage(storage_options, hadoop_storage_conf(self.spark), spark_scheme)
+        self.warehouse = parse_location(warehouse or DEFAULT_WAREHOUSE).root
         self.catalog = Catalog(self.warehouse)
         self._context = RunContext(self.spark, self.catalog, max_commit_attempts)
 
@@ -140,12 +154,19 @@ class Session:
         return Table(self._context, name_or_path)
 
     def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
+        # PySpark logs each SQL error (JSON, whole JVM stack) and sqlglot warns on stderr;
+        # the statement's typed error already says it all.
+        with quiet_spark_errors(), quiet_sqlglot():
+            return self._run_statement(parsed, context)
+
+    def _run_statement(self, parsed: ParsedStatement, context: RunContext | None) -> Result:
         started = time.perf_counter()
         source = parsed.source
         context = context or self._context
         explicit = context.explicit
         control = False
         try:
+            check_executors_import_txsql(self.spark)
             statement: Statement = build_statement(parsed.expression)
             control = isinstance(statement, (Begin, Commit, Rollback))
             if isinstance(statement, (Begin, Commit, Rollback)):
@@ -211,7 +232,8 @@ def _spark_error(error: Exception, statement: str, line: int, column: int) -> Tx
     if typed is not None:
         typed.locate(statement, line, column)
         return typed
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    first = spark_error_message(error)
+    line, column = position_in_script(error, statement, line, column)  # Spark's position
     if "NOT NULL constraint violated" in str(error):
         detail = str(error).split("NOT NULL constraint violated", 1)[1].splitlines()[0]
         first = "NOT NULL constraint violated" + detail.split(".")[0]

@@ -62,6 +62,25 @@ class Table:
         )
         return self._context.catalog.snapshot(ref, self._context.spark)
 
+    def deleted_rows(self, path: str, version: int | None = None) -> list[int]:
+        """Row positions of data file ``path`` (as the log names it) that its deletion
+        vector marks deleted; empty when the file has none."""
+        from txsql.dv.store import read_deletion_vector
+        from txsql.errors import DataFileError
+
+        snapshot = self.snapshot(version)
+        for add in snapshot.files:
+            if add.path == path:
+                if add.deletion_vector is None:
+                    return []
+                fs = self.log.store.fs
+                bitmap = read_deletion_vector(add.deletion_vector, snapshot.table_root, fs)
+                return [int(row) for row in bitmap]
+        raise DataFileError(
+            f"{self.name} has no data file {path!r} at version {snapshot.version}",
+            hint="Take the path from snapshot().files (the log's relative path).",
+        )
+
     def history(self, limit: int | None = None) -> DataFrame:
         """DESCRIBE HISTORY as a Spark DataFrame (newest first, Delta's column names)."""
         return history_dataframe(self._context.spark, self.log, limit)

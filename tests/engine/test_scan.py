@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from pyroaring import BitMap64
 
 from txsql.dv.store import write_deletion_vectors
+from txsql.engine import dv_filter, file_constants, scan_cache, scan_files
 from txsql.engine import scan as scan_module
-from txsql.engine import scan_cache
 from txsql.engine.scan import resolve_path, scan_snapshot
 from txsql.engine.write import write_data_files
 from txsql.errors import CorruptDeletionVectorError, TxSqlError
@@ -170,15 +173,17 @@ def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize("where", ["driver", "executors"])
+@pytest.mark.parametrize("where", ["literal", "driver", "executors"])
 def test_dv_expansion_on_driver_and_executors(
     spark: Any, fixtures_dir: Path, monkeypatch: Any, where: str
 ) -> None:
     # A fresh cache so each expansion path really runs; a limit of -1 forces the executors.
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(dv_filter, "_DV_CACHE", scan_cache.DeletedRowsCache())
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if where != "literal":  # a literal IN set for few deleted rows, else a join
+        monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
     if where == "executors":
-        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+        monkeypatch.setattr(dv_filter, "_DRIVER_EXPANSION_ROWS", -1)
     snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
     df = scan_snapshot(spark, snapshot)
     assert sorted(r.value for r in df.collect()) == sorted(
@@ -186,14 +191,16 @@ def test_dv_expansion_on_driver_and_executors(
     )
 
 
-@pytest.mark.parametrize("where", ["driver", "executors"])
+@pytest.mark.parametrize("where", ["literal", "driver", "executors"])
 def test_damaged_dv_is_a_typed_error(
     spark: Any, tmp_path: Path, monkeypatch: Any, where: str
 ) -> None:
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(dv_filter, "_DV_CACHE", scan_cache.DeletedRowsCache())
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if where != "literal":  # a literal IN set for few deleted rows, else a join
+        monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
     if where == "executors":
-        monkeypatch.setattr(scan_module, "_DRIVER_EXPANSION_ROWS", -1)
+        monkeypatch.setattr(dv_filter, "_DRIVER_EXPANSION_ROWS", -1)
     root = tmp_path / "t"
     meta = make_metadata([field("id", "long")])
     (add,) = write_data_files(spark, spark.range(10).coalesce(1), str(root), meta)
@@ -212,9 +219,9 @@ def test_string_keys_when_crcs_collide(spark: Any, fixtures_dir: Path, monkeypat
         def crc32(data: bytes) -> int:
             return 7
 
-    monkeypatch.setattr(scan_module, "zlib", SameCrc)
+    monkeypatch.setattr(scan_files, "zlib", SameCrc)
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
-    monkeypatch.setattr(scan_module, "_DV_CACHE", scan_cache.DeletedRowsCache())
+    monkeypatch.setattr(dv_filter, "_DV_CACHE", scan_cache.DeletedRowsCache())
     snapshot = DeltaLog.for_path(
         str(fixtures_dir / "delta-golden/partitioned-table-with-dv-large")
     ).snapshot(1)
@@ -253,3 +260,115 @@ def test_empty_table(spark: Any, tmp_path: Path) -> None:
 def test_resolve_path() -> None:
     assert resolve_path("/t", "a%20b/c.parquet") == "/t/a b/c.parquet"
     assert resolve_path("/t", "file:/x/y%25z.parquet") == "/x/y%z.parquet"
+
+
+HOSTILE_PARTS = ["it's", "back\\slash", "ü€ x=y%", "[glob]{*}", None]
+
+
+@pytest.mark.parametrize("constants", ["literal", "join"])
+def test_constants_special_values_and_hostile_names(
+    spark: Any, tmp_path: Path, monkeypatch: Any, constants: str
+) -> None:
+    """Partition values with quotes, backslashes, glob characters, NULL and dates, next to
+    columns named like the scan's helpers, through map literals and through the join."""
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if constants == "join":  # more files than the literal limit: the per-file table joined
+        monkeypatch.setattr(file_constants, "_LITERAL_FILES", 1)
+    root = tmp_path / "t"
+    names = ["_file", "a`b", "_txsql_fk", "p", "d"]
+    meta = make_metadata(
+        [field(n, t) for n, t in zip(names, ["string", "long", "integer", "string", "date"])],
+        ("p", "d"),
+    )
+    # (i % 5, i % 2) are distinct for i < 10: ten partitions of one row each.
+    data = [(f"f{i}", i, -i, HOSTILE_PARTS[i % 5], dt.date(2024, 2, 28 + i % 2)) for i in range(10)]
+    schema = "`_file` string, `a``b` long, `_txsql_fk` int, p string, d date"
+    adds = write_data_files(spark, spark.createDataFrame(data, schema), str(root), meta)
+    assert len(adds) == 10
+    commit(root, 0, [DV_PROTOCOL, meta, *adds])
+    # A DV deletes the only row of the (NULL, 2024-02-29) partition (i = 9).
+    gone = next(a for a in adds if a.partition_values == {"p": None, "d": "2024-02-29"})
+    commit(root, 1, with_dv(root, gone, [0]))
+    snap = DeltaLog.for_path(str(root)).snapshot()
+    out = scan_snapshot(spark, snap, with_row_ids=True)
+    assert out.columns == [*names, "_file_1", "_row_index"]
+    got = out.collect()
+    assert sorted((tuple(r)[:5] for r in got), key=repr) == sorted(data[:9], key=repr)
+    path_of = {(a.partition_values["p"], a.partition_values["d"]): a.path for a in adds}
+    for r in got:
+        # _file_1 is the log's path of the file holding the row, text for text.
+        assert (r["_file_1"], r["_row_index"]) == (path_of[(r["p"], r["d"].isoformat())], 0)
+    # A filter on a partition column goes through the lookup (or the join) too.
+    its = scan_snapshot(spark, snap).where("p = 'it''s'").collect()
+    assert sorted(r["a`b"] for r in its) == [0, 5]
+
+
+def test_literal_keys_match_spark_row_keys(spark: Any) -> None:
+    """The driver's keys, written as SQL literals, equal Spark's ``crc << 32 | row``, also
+    when a high CRC wraps into the sign bit (down to the minimum long)."""
+    checks = []
+    for crc in (0, 2**31 - 1, 2**31, 2**32 - 1):
+        for row in (0, 7, 2**31 + 5):
+            key = int(np.left_shift(np.int64(crc), np.int64(32)) | np.int64(row))
+            checks.append(f"(shiftleft({crc}L, 32) | {row}L) IN ({scan_files.sql_long(key)})")
+    assert spark.sql(f"SELECT {' AND '.join(checks)} AS hit").first().hit is True
+
+
+@pytest.mark.parametrize("dv_filter_kind", ["literal", "join"])
+def test_pushdown_keeps_row_indexes_across_row_groups(
+    spark: Any, tmp_path: Path, monkeypatch: Any, dv_filter_kind: str
+) -> None:
+    """A WHERE on a data column reaches the Parquet reader (row-group skipping) next to the
+    row index, and the row indexes of later row groups stay physical positions."""
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    if dv_filter_kind == "join":
+        monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long")])
+    spark.conf.set("parquet.block.size", "2048")  # row groups of ~100 rows
+    try:
+        (add,) = write_data_files(spark, spark.range(3000).coalesce(1), str(root), meta)
+    finally:
+        spark.conf.unset("parquet.block.size")
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(resolve_path(str(root), add.path)).num_row_groups > 5
+    commit(root, 0, [DV_PROTOCOL, meta, add])
+    commit(root, 1, with_dv(root, add, [5, 2500]))
+    snap = DeltaLog.for_path(str(root)).snapshot()
+    df = scan_snapshot(spark, snap, with_row_ids=True).where("id IN (2500, 2501, 2999)")
+    assert sorted((r.id, r._row_index) for r in df.collect()) == [(2501, 2501), (2999, 2999)]
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    pushed = [line for line in plan.splitlines() if "PushedFilters" in line]
+    assert pushed and all("In(id," in line for line in pushed)
+
+
+def test_scan_of_many_files_runs_one_spark_job(
+    spark: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """More files than Spark lists itself (32) and per-file constants: the query is still
+    one job, counted by Spark's own status tracker (no listing job, no broadcast)."""
+    monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
+    root = tmp_path / "t"
+    meta = make_metadata([field("id", "long"), field("g", "integer")], ("g",))
+    source = spark.sql("select id, cast(id % 40 as int) g from range(80)").coalesce(1)
+    adds = write_data_files(spark, source, str(root), meta)
+    assert len(adds) == 40
+    commit(root, 0, [Protocol(1, 2), meta, *adds])
+    commit(root, 1, with_dv(root, adds[0], [0]))
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(threshold)
+    sc: Any = spark.sparkContext
+    group = f"txsql-scan-jobs-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "scan")
+    try:
+        df = scan_snapshot(spark, DeltaLog.for_path(str(root)).snapshot(), with_row_ids=True)
+        got = df.where("id IN (0, 40, 5)").collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup(group)) == 1
+    assert spark.conf.get(threshold) == before
+    gone = {r.id for r in got} ^ {0, 40, 5}
+    assert len(gone) == 1 and gone <= {0, 40}  # the DV deleted the first row of adds[0]
+    by_path = {a.path: int(a.partition_values["g"]) for a in adds}
+    assert all(by_path[r._file] == r.g == r.id % 40 for r in got)

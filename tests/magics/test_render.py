@@ -94,7 +94,7 @@ def test_parse_error_points_at_the_cell_line_with_a_caret() -> None:
     assert lines[1:4] == [
         "  at statement 2 of 2, cell line 3, column 3:",
         "  3 |   SELEC 2",
-        "    |   ^",
+        "    |   ^^^^^",
     ]
     wrapped = as_cell_error(error, lines)
     assert isinstance(wrapped, SqlParseError) and type(wrapped).__name__ == "SqlParseError"

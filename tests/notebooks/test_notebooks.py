@@ -43,4 +43,12 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
         if output.get("output_type") == "error"
     ]
     assert not errors
+    # Spark starts quietly (its JVM output goes to a log file) and sqlglot prints nothing.
+    red = [
+        output.get("text", "")
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream" and output.get("name") == "stderr"
+    ]
+    assert red == []
     print(f"{path.name}: {time.perf_counter() - started:.1f} s")

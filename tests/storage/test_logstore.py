@@ -71,10 +71,32 @@ def test_locations_plain_paths_and_file_uris(tmp_path: Path) -> None:
     assert log_store_for(f"file://{tmp_path}").root == str(tmp_path)
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/t", "hdfs://nn/t", "abfss://c@a/t", "gs://b/t"])
+@pytest.mark.parametrize("uri", ["hdfs://nn/t", "http://host/t", "ftp://h/t"])
 def test_unsupported_schemes_name_the_scheme(uri: str) -> None:
     with pytest.raises(UnsupportedStorageError, match=uri.split(":")[0]):
         parse_location(uri)
+
+
+@pytest.mark.parametrize(
+    ("uri", "root", "scheme"),
+    [
+        ("s3://bucket/t", "s3://bucket/t", "s3"),
+        ("s3a://bucket/a/b/", "s3://bucket/a/b", "s3"),
+        ("gs://b/t", "gs://b/t", "gs"),
+        ("abfss://c@acct.dfs.core.windows.net/t", "abfss://c@acct.dfs.core.windows.net/t", "abfss"),
+        ("az://container/t", "az://container/t", "az"),
+    ],
+)
+def test_object_store_locations_are_canonical(uri: str, root: str, scheme: str) -> None:
+    location = parse_location(uri)
+    assert (location.root, location.scheme, location.is_local) == (root, scheme, False)
+    with pytest.raises(UnsupportedStorageError, match="object store"):
+        _ = location.path  # code needing a POSIX path must not get an object-store URI
+
+
+def test_object_store_location_needs_a_bucket() -> None:
+    with pytest.raises(UnsupportedStorageError, match="no bucket"):
+        parse_location("s3:///t")
 
 
 def test_log_file_classification() -> None:

@@ -2,8 +2,8 @@
 
 A DV file is a version byte (``0x01``) followed by DVs, each stored at its descriptor's
 ``offset`` as a big-endian int32 size, the serialized bitmap, and a big-endian CRC-32 of the
-bitmap bytes. Everything here is stateless so Spark executors can call it with their own
-:class:`~txsql.storage.filesystem.LocalFileIO`.
+bitmap bytes. Everything here is stateless so Spark executors can call it with the table's
+FileIO (local, or an object store's, which travels to executors in the task closure).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def read_deletion_vector(
     Args:
         descriptor: The ``deletionVector`` of an add/remove action.
         table_root: The table's root directory, against which ``u`` paths resolve.
-        fs: File access (``LocalFileIO`` on executors, ``MemoryFileIO`` in tests).
+        fs: File access (the table's FileIO, ``MemoryFileIO`` in tests).
 
     Returns:
         The deleted row indexes.
@@ -136,7 +136,8 @@ def write_deletion_vectors(
         table_root: The table's root directory.
         fs: File access; the file is created with ``write_if_absent``, never overwritten
             (with ``LocalFileIO`` it is complete and fsynced, directory included, before
-            this returns, so a commit referencing it can never outlive it).
+            this returns, so a commit referencing it can never outlive it; on an object
+            store it is one conditional PUT).
         bitmaps: The DVs to write.
         prefix: Optional sub-directory of the table root (Delta's random file prefix).
 

@@ -26,6 +26,17 @@ _READ_FAILED = re.compile(
 _PATH_NOT_FOUND = re.compile(r"PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?\s")
 _FILE_NOT_FOUND = re.compile(r"java\.io\.FileNotFoundException: (?:File )?(\S+)")
 _CAUSE = re.compile(r"Caused by: [\w.$]+: ([^\n]+)")
+# Spark without the Hadoop connector of a store (hadoop-aws for s3a, gcs-connector...).
+_MISSING_FILE_SYSTEM = re.compile(
+    r'No FileSystem for scheme[: ]+"?(\w+)"?|ClassNotFoundException: '
+    r"(?:Class )?[\w.]*\.(s3a|gs|azurebfs)\.\w*FileSystem"
+)
+_CONNECTOR_HINT = (
+    "Add the store's Hadoop connector to Spark: for S3 "
+    "spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version> (s3a://), "
+    "for GCS the gcs-connector jar, for ADLS hadoop-azure (abfss://); or map the scheme to "
+    "one your cluster has with Session(spark_scheme={'s3': 's3'})."
+)
 
 
 def typed_engine_error(error: BaseException) -> TxSqlError | None:
@@ -43,6 +54,16 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
             "expression nested too deeply to plan (Python's recursion limit was reached)"
         )
     text = str(error)
+    if "No module named 'txsql'" in text:
+        return errors.ExecutorSetupError("Spark's executors cannot import txsql")
+    missing_fs = _MISSING_FILE_SYSTEM.search(text)
+    if missing_fs is not None:
+        scheme = missing_fs.group(1) or missing_fs.group(2) or "s3a"
+        return errors.UnsupportedStorageError(
+            f"Spark has no file system for {scheme}:// (its Hadoop connector is not on the "
+            "classpath), so it cannot read or write the table's data files",
+            hint=_CONNECTOR_HINT,
+        )
     worker = _worker_error(text)
     if worker is not None:
         return worker

@@ -28,25 +28,133 @@ REQUIRED_CONF = {
 }
 
 
+# Environment variable naming the file the local JVM's own output goes to (see below).
+SPARK_LOG_ENV = "TXSQL_SPARK_LOG"
+
+# log4j2 settings for a local session: warnings and errors go to the JVM's stderr, which
+# :func:`local_session` sends to a log file. Giving log4j a file at all stops Spark's
+# "Using Spark's default log4j profile" line; setting the REPL logger to the root's level
+# stops its "Setting default log level to WARN" pair of lines (printed when they differ).
+_LOG4J2_PROPERTIES = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = warn
+logger.nativeio.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativeio.level = error
+"""
+
+
 def local_session(master: str = "local[*]", app_name: str = "txsql") -> SparkSession:
-    """Start (or reuse) a quiet local SparkSession suitable for notebooks and tests."""
+    """Start (or reuse) a quiet local SparkSession suitable for notebooks and tests.
+
+    Quiet means nothing on this process's stderr: the JVM's start-up lines (the
+    ``jdk.incubator.vector`` module warning, which the JVM itself prints and no option
+    silences; Spark's log4j banner; the loopback-hostname and native-hadoop warnings) and
+    everything it logs later go to :func:`spark_log_path` instead. Errors still reach the
+    caller as exceptions from the statement that failed.
+    """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", _python())
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.memory", os.environ.get("TXSQL_DRIVER_MEMORY", "2g"))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
-    for key, value in REQUIRED_CONF.items():
+    # Without it Spark resolves the host name, finds a loopback address and warns.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    options = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.driver.memory": os.environ.get("TXSQL_DRIVER_MEMORY", "2g"),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{_log4j_file()}",
+        **REQUIRED_CONF,
+    }
+    _launch_jvm_quietly(options)
+    builder = SparkSession.builder
+    for key, value in options.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")  # local sessions only; never on Spark Connect
+    return builder.getOrCreate()
+
+
+def local_spark(
+    master: str = "local[*]",
+    app_name: str = "txsql",
+    announce: Callable[[str], None] | None = print,
+) -> SparkSession:
+    """The public way to start a quiet local session (``txsql.local_spark()``).
+
+    The same session as :func:`local_session`; when this call launched the JVM,
+    ``announce`` gets one line naming the file Spark's own output goes to.
+    """
+    from pyspark import SparkContext
+
+    fresh = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    spark = local_session(master, app_name)
+    if fresh and announce is not None:
+        announce(f"Local Spark {spark.version} started; its log: {spark_log_path()}")
     return spark
+
+
+def spark_log_path() -> str:
+    """The file a local session's JVM writes its output to (``$TXSQL_SPARK_LOG`` if set)."""
+    default = os.path.join(tempfile.gettempdir(), f"txsql-spark-{os.getpid()}.log")
+    return os.environ.get(SPARK_LOG_ENV) or default
+
+
+def _log4j_file() -> str:
+    # per process and rewritten each time: a file left by an earlier txsql never applies
+    path = os.path.join(tempfile.gettempdir(), f"txsql-log4j2-{os.getpid()}.properties")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(_LOG4J2_PROPERTIES)
+    return path
+
+
+def _launch_jvm_quietly(options: Mapping[str, str]) -> None:
+    """Launch the JVM (if this process has none yet) with its stderr sent to the log file.
+
+    PySpark launches the JVM inside ``SparkContext`` with this process's stderr; its
+    ``launch_gateway`` takes Popen arguments (a documented developer hook) but the
+    context does not pass any, so the gateway is launched here first and the context
+    adopts it. A JVM that already exists (an earlier session, or ``pyspark``/
+    ``spark-submit`` which export ``PYSPARK_GATEWAY_PORT``) is left as it is.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:
+            return
+        conf = SparkConf(loadDefaults=False)
+        for key, value in options.items():
+            conf.set(key, value)
+        path = spark_log_path()
+        with open(path, "ab") as log:
+            try:
+                gateway = launch_gateway(conf, popen_kwargs={"stderr": log, "stdout": log})
+            except Exception as error:  # the reason is in the log, not on the console
+                raise SparkStartError(
+                    f"the local Spark JVM did not start: {type(error).__name__}: "
+                    f"{str(error).strip()[:200]}. Its output: {_tail(path)}",
+                    hint=f"Read {path}; check that Java 17+ is installed (JAVA_HOME).",
+                ) from error
+        SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _tail(path: str, lines: int = 5) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as log:
+            last = log.read().strip().splitlines()[-lines:]
+    except OSError:
+        return "(unreadable)"
+    return " | ".join(last) if last else "(empty)"
 
 
 def prepare_session(spark: SparkSession) -> SparkSession:

@@ -4,8 +4,9 @@ Spark's own Parquet writer writes into a private staging directory under the tab
 (``_txsql_staging/<uuid>/``; Delta readers ignore underscore-prefixed paths and only read
 files the log names), then each part file is moved to its final place on the driver with a
 hard link, which fails instead of overwriting. Writing straight into the root would let two
-concurrent jobs clean up or clobber each other's files. Only the local file system is
-supported, like the rest of txsql's storage layer.
+concurrent jobs clean up or clobber each other's files. On object stores (no rename, no
+link) Spark writes straight into a fresh per-write directory under the root instead, under
+Spark's scheme for the store (``s3a://`` for ``s3://``), see ``_write_to_object_store``.
 
 Per-file statistics come from the Parquet footers (``pyarrow.parquet.read_metadata``) with
 Delta Spark's rules (``StatisticsCollection``): the first ``delta.dataSkippingNumIndexedCols``
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import io
 import json
 import os
 import shutil
@@ -48,12 +50,15 @@ from pyspark.sql.types import (
 
 from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.schema import TableSchema, physical_name, quote, table_schema
-from txsql.errors import DiskFullError, SchemaError, StorageError
+from txsql.errors import DataFileError, DiskFullError, SchemaError, StorageError
 from txsql.log import schema as log_schema
 from txsql.log.actions import AddFile, Metadata
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import make_dirs, sync_files, write_error
+from txsql.storage.factory import file_io_for, spark_uri
+from txsql.storage.filesystem import FileIO
 from txsql.storage.leftovers import STAGING_DIR
+from txsql.storage.paths import join, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,20 +103,23 @@ def write_data_files(
         DiskFullError: If Spark's write ran out of disk space (the table is unchanged).
     """
     del spark
-    root = os.path.abspath(table_root)
+    location = parse_location(table_root)
     schema_json = json.loads(metadata.schema_string)
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     projected = df.select(_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
-    staging = os.path.join(root, STAGING_DIR, uuid.uuid4().hex)
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
     writer = projected.write.mode("append")
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", max_records_per_file)
     if schema.partition_columns:
         writer = writer.partitionBy(*[c.physical_name for c in schema.partition_columns])
+    if not location.is_local:
+        return _write_to_object_store(writer, location.root, metadata, schema_json, schema)
+    root = location.path
+    staging = os.path.join(root, STAGING_DIR, uuid.uuid4().hex)
     try:
         try:
             writer.parquet(staging)
@@ -130,8 +138,7 @@ def write_data_files(
         # Fails while another writer is still staging; whoever finishes last removes it.
         with contextlib.suppress(OSError):
             os.rmdir(os.path.join(root, STAGING_DIR))
-    types = {f.name: f.type for f in log_schema.parse_schema(metadata.schema_string).fields}
-    partition_types = {c.physical_name: types[c.logical_name] for c in schema.partition_columns}
+    partition_types = _partition_types(metadata, schema)
     leaves = _stats_leaves(schema_json, metadata)
     adds = []
     for rel in moved:
@@ -148,6 +155,86 @@ def write_data_files(
             )
         )
     return adds
+
+
+def _partition_types(metadata: Metadata, schema: TableSchema) -> dict[str, log_schema.DataType]:
+    types = {f.name: f.type for f in log_schema.parse_schema(metadata.schema_string).fields}
+    return {c.physical_name: types[c.logical_name] for c in schema.partition_columns}
+
+
+def _write_to_object_store(
+    writer: Any, root: str, metadata: Metadata, schema_json: dict[str, Any], schema: TableSchema
+) -> list[AddFile]:
+    """Object stores: Spark writes straight to the final names, no staging rename.
+
+    A rename on an object store is a copy plus a delete, neither atomic nor cheap. Each
+    write gets its own fresh directory under the table root (a uuid), so two concurrent
+    jobs never share Spark's ``_temporary`` or part-file names; the part files Spark leaves
+    there are the data files the commit names. Nothing references them until the commit,
+    and VACUUM removes the files of a failed write once they pass the retention period.
+    """
+    directory = uuid.uuid4().hex
+    target = join(root, directory)
+    try:
+        writer.parquet(spark_uri(target))
+    except Exception as exc:
+        typed = length_error(exc)
+        if typed is None:
+            raise
+        raise typed from exc
+    return describe_written_files(file_io_for(root), root, directory, metadata, schema_json, schema)
+
+
+def describe_written_files(
+    fs: FileIO,
+    root: str,
+    directory: str,
+    metadata: Metadata,
+    schema_json: dict[str, Any],
+    schema: TableSchema,
+) -> list[AddFile]:
+    """``add`` actions for the Parquet part files below ``root/directory`` on ``fs``.
+
+    Sizes and times come from the listing, stats from each file's footer (two ranged reads,
+    never the whole file). Spark's ``_SUCCESS`` marker is deleted.
+    """
+    partition_types = _partition_types(metadata, schema)
+    leaves = _stats_leaves(schema_json, metadata)
+    adds = []
+    for status in sorted(fs.list_tree(join(root, directory)), key=lambda f: f.name):
+        parts = status.name.split("/")
+        if any(p.startswith((".", "_")) for p in parts) or not status.name.endswith(".parquet"):
+            if status.name == "_SUCCESS":
+                fs.delete(join(root, directory, status.name))
+            continue
+        rel = f"{directory}/{status.name}"
+        footer = parquet_footer(fs, join(root, rel), status.size)
+        adds.append(
+            AddFile(
+                path=url_quote(rel, safe=_URI_SAFE),
+                partition_values=_partition_values(rel, partition_types),
+                size=status.size,
+                modification_time=status.modification_time,
+                data_change=True,
+                stats=file_stats(footer, leaves),
+            )
+        )
+    return adds
+
+
+_FOOTER_GUESS = 64 * 1024
+
+
+def parquet_footer(fs: FileIO, path: str, size: int) -> io.BytesIO:
+    """The footer of a Parquet file as a tiny stand-alone file ``pq.read_metadata`` reads
+    (the metadata's offsets point into the original file, but reading it needs no data)."""
+    tail = fs.read_range(path, max(0, size - _FOOTER_GUESS), min(size, _FOOTER_GUESS))
+    if len(tail) < 8 or tail[-4:] != b"PAR1":
+        raise DataFileError(f"data file {path} written by Spark is not a Parquet file")
+    length = int.from_bytes(tail[-8:-4], "little")
+    if length + 8 > len(tail):
+        tail = fs.read_range(path, size - length - 8, length + 8)
+    return io.BytesIO(b"PAR1" + tail[-(length + 8) :])
 
 
 _DISK_FULL_MESSAGES = ("No space left on device", "File too large", "Disk quota exceeded")
@@ -269,8 +356,8 @@ def _split_column(name: str) -> list[str]:
     return parts
 
 
-def file_stats(path: str, leaves: list[tuple[tuple[str, ...], DataType]]) -> str:
-    """Delta stats JSON for one Parquet file, from its footer."""
+def file_stats(path: str | io.BytesIO, leaves: list[tuple[tuple[str, ...], DataType]]) -> str:
+    """Delta stats JSON for one Parquet file (a path or its footer), from its footer."""
     meta = pq.read_metadata(path)
     columns: dict[str, list[Any]] = {}
     for rg in range(meta.num_row_groups):

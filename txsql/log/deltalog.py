@@ -13,6 +13,7 @@ never the check, so a writer can never be handed a stale latest and write into a
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from txsql.errors import (
@@ -59,9 +60,16 @@ class DeltaLog:
         self._cached: _Cached | None = None
 
     @classmethod
-    def for_path(cls, location: str) -> DeltaLog:
-        """The log of the table at a local path or ``file:`` URI."""
-        return cls(log_store_for(location))
+    def for_path(
+        cls,
+        location: str,
+        storage_options: Mapping[str, object] | None = None,
+        hadoop_conf: Mapping[str, str] | None = None,
+    ) -> DeltaLog:
+        """The log of the table at a path or URI (object stores: see storage/options.py
+        for how ``storage_options``, the environment and ``hadoop_conf`` combine)."""
+        store = log_store_for(location, storage_options=storage_options, hadoop_conf=hadoop_conf)
+        return cls(store)
 
     @property
     def table_root(self) -> str:
@@ -186,6 +194,14 @@ class DeltaLog:
     def checkpoint(self, snapshot: Snapshot) -> None:
         """Write a classic checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it."""
         write_checkpoint(self.store, snapshot)
+
+    def read_commits(self, versions: Sequence[int]) -> list[list[Action]]:
+        """The actions of several commits, in order (see :meth:`read_commit`).
+
+        On an object store every read is a round trip, so they run concurrently; a
+        conflict check over 100 winning commits then costs a few round trips, not 100.
+        """
+        return self.store.map_reads(self.read_commit, versions)
 
     def read_commit(self, version: int) -> list[Action]:
         """The actions of commit ``version`` (including its commitInfo).

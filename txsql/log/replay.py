@@ -157,8 +157,10 @@ def replay_commits(
     """Apply ``commits`` in order; return the last one's commitInfo and status."""
     info: CommitInfo | None = None
     last: FileStatus | None = None
-    for status in commits:
-        actions = read_commit_file(store, status)
+    statuses = list(commits)
+    # Fetched together (concurrently on object stores), applied strictly in order.
+    decoded = store.map_reads(lambda status: read_commit_file(store, status), statuses)
+    for status, actions in zip(statuses, decoded, strict=True):
         state.apply(actions)
         info, last = commit_info_of(actions), status
     return info, last

@@ -9,15 +9,18 @@ bug, so its Python traceback is noise. IPython prints what an exception's
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from txsql.engine.spark_errors import (
+    position_in_script,
+    quiet_spark_errors,
+    spark_error_message,
+)
 from txsql.errors import CommitConflictError, SqlError, SqlParseError, TxSqlError
 from txsql.errors import MagicUsageError as MagicUsageError  # re-exported (defined there)
 from txsql.magics.source import SqlSource
 
-_SPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 _RED = "\x1b[1;31m"
 _RESET = "\x1b[0m"
 
@@ -61,15 +64,8 @@ def quiet_spark_error_logs() -> Iterator[None]:
     PySpark logs each analysis error with its full JVM stack to stderr before raising it;
     the magic already shows the message at the cell line, so the dump is only noise.
     """
-    loggers = [logging.getLogger(n) for n in _SPARK_ERROR_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
+    with quiet_spark_errors():
         yield
-    finally:
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
 
 
 def error_lines(
@@ -151,7 +147,8 @@ def shorten_files(files: Sequence[str], keep: int = 5) -> list[str]:
 def engine_error(error: Exception, statement: str, line: int, column: int) -> TxSqlError:
     """Wrap a Spark error raised outside the session (e.g. while fetching rows).
 
-    Spark's first message line is kept; it is mapped to the statement's cell position.
+    Spark's first message line is kept; the position is the fragment Spark blames, found
+    in the statement (which starts at cell ``line``/``column``), else the statement start.
     """
     from txsql.engine.failures import typed_engine_error
 
@@ -159,13 +156,12 @@ def engine_error(error: Exception, statement: str, line: int, column: int) -> Tx
     if typed is not None:  # a damaged DV or data file: its own type and hint
         typed.locate(statement, line, column)
         return typed
-    text = str(error).strip()
-    first = text.splitlines()[0] if text else type(error).__name__
+    at_line, at_column = position_in_script(error, statement, line, column)
     return SqlError(
-        first,
+        spark_error_message(error),
         statement=statement,
-        line=line,
-        column=column,
+        line=at_line,
+        column=at_column,
         hint="Fix the statement; nothing was committed by reading its rows.",
     )
 

@@ -15,7 +15,12 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config.configurable import Configurable
 
-from txsql.engine.spark import BackgroundStart, wants_background_start, warm_session
+from txsql.engine.spark import (
+    BackgroundStart,
+    spark_log_path,
+    wants_background_start,
+    warm_session,
+)
 from txsql.errors import CommitConflictError, TxSqlError
 from txsql.magics.conflict import ConflictCard
 from txsql.magics.diff import parse_diff_args, version_diff
@@ -39,10 +44,13 @@ SUBCOMMANDS = ("history", "diff", "sessions", "tables")
 STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-separated):
   CREATE TABLE t (id BIGINT, v STRING) [PARTITIONED BY (...)] [AS SELECT ...]
   INSERT INTO t VALUES (1, 'a')            SELECT * FROM t VERSION AS OF 3
-  DESCRIBE HISTORY t                       and UPDATE/DELETE/MERGE/RESTORE/... as they land
+  DESCRIBE HISTORY t  (compact columns; %%txsql --all-columns shows all 15)
+  and UPDATE/DELETE/MERGE/RESTORE/OPTIMIZE/VACUUM/...
 Parameters: `WHERE id = :id` binds the notebook variable `id` as a typed literal.
 DataFrames: `FROM df` reads the pandas or Spark DataFrame in variable `df`.
-Subcommands: %txsql history t | diff t [v1 [v2]] | sessions | tables
+Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | sessions | tables
+  diff pairs a removed and an added row with the same key (default: the first column)
+  into one updated row shown as old → new.
 Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress"""
 
 
@@ -154,6 +162,7 @@ class TxSqlMagics(Magics, TxSql):
             feedback=0 if quiet else self.feedback,
             progress_display=IPythonDisplay if self._progress_enabled(quiet) else None,
             progress_delay=self.progress_delay,
+            all_columns=options.all_columns,
         )
         if options.render:
             return render_sql(run, source)
@@ -287,8 +296,8 @@ class TxSqlMagics(Magics, TxSql):
             rows = history_rows(table.log, None if limit is None else limit + 1)
             truncated = limit is not None and len(rows) > limit
             return HistoryView(table.name, rows[:limit] if limit is not None else rows, truncated)
-        table_name, v1, v2 = parse_diff_args(args)
-        return version_diff(session, table_name, v1, v2, limit)
+        wanted = parse_diff_args(args)
+        return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
 
     def _status(self) -> TextView:
         lines = [f"txsql {__version__}"]
@@ -304,6 +313,9 @@ class TxSqlMagics(Magics, TxSql):
             lines.append("Spark: not used yet (the first statement picks the active session)")
         open_sessions = ", ".join(self.named.badge(n) for n in self.named.open) or "none"
         lines.append(f"open sessions: {open_sessions}")
+        log = spark_log_path()
+        if os.path.exists(log):  # a local JVM txsql started writes its own output there
+            lines.append(f"Spark's log: {log}")
         lines.append(
             f"settings: displaylimit={self.displaylimit} feedback={self.feedback} "
             f"output={self.output} progress={self.progress}"

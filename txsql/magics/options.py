@@ -49,6 +49,14 @@ FLAGS: tuple[Flag, ...] = (
     Flag("--warehouse", None, "warehouse", "PATH", "resolve table names under PATH"),
     Flag("--retries", None, "retries", "N", "retry a lost commit race at most N times"),
     Flag("--quiet", "-q", "quiet", None, "no commit banner, log or progress; rows only"),
+    Flag(
+        "--all-columns",
+        None,
+        "all_columns",
+        None,
+        "show results as Delta returns them (all 15 DESCRIBE HISTORY columns, OPTIMIZE's "
+        "metrics struct) instead of the compact summary",
+    ),
     Flag("--help", "-h", "help", None, "show this help"),
 )
 
@@ -67,6 +75,7 @@ class MagicOptions:
     warehouse: str | None = None
     retries: int | None = None
     quiet: bool = False
+    all_columns: bool = False
     help: bool = False
     rest: str = ""
     rest_offset: int = 0

@@ -45,6 +45,7 @@ class CellRun:
         feedback: 0 rows only, 1 banners and footers, 2 also Delta's operation metrics.
         progress_display: factory for the live progress line, or None for no line.
         progress_delay: seconds before the progress line appears.
+        all_columns: show OPTIMIZE/VACUUM/DESCRIBE HISTORY as Delta returns them.
     """
 
     session: Any
@@ -55,6 +56,7 @@ class CellRun:
     feedback: int = 1
     progress_display: Callable[[], Display] | None = None
     progress_delay: float = 1.0
+    all_columns: bool = False
 
 
 def prepare(source: SqlSource, user_ns: Mapping[str, Any]) -> tuple[list[ParsedStatement], dict]:
@@ -176,6 +178,7 @@ def run_sql(run: CellRun, source: SqlSource, *, explain: bool = False) -> TxResu
         elapsed_ms=(time.perf_counter() - started) * 1000,
         badge=badge,
         show_rows=run.limit != 0,
+        all_columns=run.all_columns,
     )
 
 

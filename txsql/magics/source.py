@@ -55,7 +55,7 @@ class SqlSource:
         """The SQL line at ``line`` with a caret under ``column``, numbered as the user sees it.
 
         >>> SqlSource("SELECT 1;\\nSELEC 2").excerpt(2, 1)
-        ['  3 | SELEC 2', '    | ^']
+        ['  3 | SELEC 2', '    | ^^^^^']
         """
         lines = self.text.splitlines()
         if line is None or not 1 <= line <= len(lines):
@@ -68,5 +68,22 @@ class SqlSource:
             text = lines[line - 1]
             # keep tabs so the caret lines up under the same character in the browser
             pad = "".join("\t" if ch == "\t" else " " for ch in text[: column - 1])
-            out.append(blank + pad + "^")
+            out.append(blank + pad + "^" * _token_width(text, column - 1))
         return out
+
+
+def _token_width(text: str, start: int) -> int:
+    """How many characters the caret underlines: the word or quoted name at ``start``.
+
+    >>> _token_width("SELECT `a b`, x", 7), _token_width("a + b", 2), _token_width("", 0)
+    (5, 1, 1)
+    """
+    if start >= len(text):
+        return 1
+    if text[start] in "`'\"":
+        end = text.find(text[start], start + 1)
+        return end - start + 1 if end > start else 1
+    end = start
+    while end < len(text) and (text[end].isalnum() or text[end] in "_$"):
+        end += 1
+    return max(end - start, 1)

@@ -11,6 +11,7 @@ from typing import Any
 
 from txsql.magics import render
 from txsql.magics.history import commits_from_rows, timeline_svg, timeline_text
+from txsql.magics.readable import caption, readable_table
 from txsql.magics.render import CommitDetails, Fetched
 from txsql.result import Result
 
@@ -38,6 +39,7 @@ class TxResult:
         elapsed_ms: float | None = None,
         badge: str | None = None,
         show_rows: bool = True,
+        all_columns: bool = False,
     ) -> None:
         if not results:
             raise ValueError("a TxResult needs at least one Result")
@@ -48,6 +50,7 @@ class TxResult:
         self.elapsed_ms = elapsed_ms
         self.badge = badge
         self.show_rows = show_rows
+        self.all_columns = all_columns  # False: OPTIMIZE/VACUUM/HISTORY shown compact
 
     @property
     def result(self) -> Result:
@@ -69,6 +72,9 @@ class TxResult:
         if not self.show_rows:
             return None
         if self.fetched is not None:
+            readable = readable_table(self.result, self.fetched, all_columns=self.all_columns)
+            if readable is not None:
+                return readable
             return self.fetched.columns, self.fetched.rows
         if render.is_commit(self.result) and self.result.metrics:
             return render.metrics_table(self.result)
@@ -116,6 +122,9 @@ class TxResult:
         if commits:
             parts.append(timeline_svg(commits))
         table = self._table()
+        above = caption(self.result) if table is not None else None
+        if above:
+            parts.append(render.footer_html(above))
         if table is not None:
             parts.append(render.html_table(*table))
         footer = self._footer()
@@ -137,6 +146,9 @@ class TxResult:
         if commits:
             lines.append(timeline_text(commits))
         table = self._table()
+        above = caption(self.result) if table is not None else None
+        if above:
+            lines.append(above)
         if table is not None:
             lines.append(render.text_table(*table))
         footer = self._footer()

@@ -19,8 +19,8 @@ from txsql.errors import (
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.sql.statements import TableRef
-from txsql.storage.filesystem import LocalFileIO
-from txsql.storage.paths import parse_location
+from txsql.storage.factory import file_io_for
+from txsql.storage.paths import join, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,8 +41,12 @@ class Catalog:
     """
 
     def __init__(self, warehouse: str) -> None:
-        self.warehouse = parse_location(warehouse).path
-        self._fs = LocalFileIO()
+        # A local directory or an object-store prefix; entries go through its FileIO
+        # (conditional PUTs on object stores, so CREATE stays put-if-absent there too).
+        location = parse_location(warehouse)
+        self.warehouse = location.root
+        self._local = location.is_local
+        self._fs = file_io_for(location)
         self._logs: dict[str, DeltaLog] = {}
         # Session temp views over txsql tables (lower-case name -> their sqlglot query):
         # resolved again by each statement that names them (see planner/operations/views).
@@ -50,9 +54,9 @@ class Catalog:
 
     def location(self, ref: TableRef) -> str:
         if ref.path is not None:
-            return parse_location(ref.path).path
+            return parse_location(ref.path).root
         name = self._check_name(ref).lower()
-        return self.registered_location(name) or os.path.join(self.warehouse, name)
+        return self.registered_location(name) or join(self.warehouse, name)
 
     def registered_location(self, name: str) -> str | None:
         """The location registered for ``name`` (lower case), if any."""
@@ -98,13 +102,13 @@ class Catalog:
             TableExistsError: the name is registered for another location.
         """
         name = self._check_name(ref).lower()
-        wanted = parse_location(location).path
+        wanted = parse_location(location).root
         legacy = self._legacy_registry().get(name)
         if legacy is not None and legacy != wanted:
             raise self._taken(ref, legacy)
         # A table in its default place is stored relative to the warehouse, so a copied or
         # moved warehouse keeps pointing at its own tables, never at the original's.
-        stored = name if wanted == os.path.join(self.warehouse, name) else wanted
+        stored = name if wanted == join(self.warehouse, name) else wanted
         body = json.dumps({"name": name, "location": stored}, sort_keys=True).encode()
         try:
             self._fs.write_if_absent(self._entry_path(name), body)
@@ -118,12 +122,12 @@ class Catalog:
     def release(self, ref: TableRef, location: str) -> None:
         """Undo a :meth:`claim` of ours whose CREATE failed before any table existed."""
         name = self._check_name(ref).lower()
-        if self._entry(name) != parse_location(location).path:
+        if self._entry(name) != parse_location(location).root:
             return
         if DeltaLog.for_path(location).exists():
             return  # a racing CREATE to the same location won: the entry is right
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._entry_path(name))
+            self._fs.delete(self._entry_path(name))
 
     def register(self, ref: TableRef, location: str) -> None:
         """Register a name for a location (refused if it is registered elsewhere)."""
@@ -132,15 +136,15 @@ class Catalog:
     def names(self) -> list[str]:
         """Tables in the warehouse (directories with a log) and registered ones."""
         found = set(self._legacy_registry())
-        directory = os.path.join(self.warehouse, REGISTRY_DIR)
-        if os.path.isdir(directory):
-            for entry in os.scandir(directory):
-                if entry.name.endswith(".json") and not entry.name.startswith("."):
-                    name = entry.name[: -len(".json")]
-                    location = self._entry(name)
-                    if location is not None and DeltaLog.for_path(location).exists():
-                        found.add(name)
-        if os.path.isdir(self.warehouse):
+        for status in self._fs.list_dir(join(self.warehouse, REGISTRY_DIR)):
+            if status.name.endswith(".json") and not status.name.startswith("."):
+                name = status.name[: -len(".json")]
+                location = self._entry(name)
+                if location is not None and DeltaLog.for_path(location).exists():
+                    found.add(name)
+        # Unregistered table directories (copied in, or made by other writers): local
+        # warehouses only; on an object store every txsql CREATE registers its name.
+        if self._local and os.path.isdir(self.warehouse):
             for entry in os.scandir(self.warehouse):
                 if entry.is_dir() and os.path.isdir(os.path.join(entry.path, "_delta_log")):
                     found.add(entry.name)
@@ -154,7 +158,7 @@ class Catalog:
         )
 
     def _entry_path(self, name: str) -> str:
-        return os.path.join(self.warehouse, REGISTRY_DIR, f"{name}.json")
+        return join(self.warehouse, REGISTRY_DIR, f"{name}.json")
 
     def _entry(self, name: str) -> str | None:
         try:
@@ -172,11 +176,11 @@ class Catalog:
         if not location:
             return None
         if "/" not in str(location) and ":" not in str(location):
-            return os.path.join(self.warehouse, str(location))  # relative: a managed table
+            return join(self.warehouse, str(location))  # relative: a managed table
         return str(location)
 
     def _legacy_registry(self) -> dict[str, str]:
-        path = os.path.join(self.warehouse, REGISTRY)
+        path = join(self.warehouse, REGISTRY)
         try:
             data: dict[str, str] = json.loads(self._fs.read(path))
         except FileNotFoundError:
@@ -234,6 +238,9 @@ def check_location_empty(location: str) -> None:
     Raises:
         NonEmptyLocationError: naming the location and a few of the entries in it.
     """
+    if not parse_location(location).is_local:
+        _check_object_store_location_empty(location)
+        return
     try:
         entries = sorted(os.listdir(location))
     except FileNotFoundError:
@@ -253,6 +260,23 @@ def check_location_empty(location: str) -> None:
         )
 
 
+def _check_object_store_location_empty(location: str) -> None:
+    """:func:`check_location_empty` for an object-store prefix (objects, no directories)."""
+    root = parse_location(location).root
+    fs = file_io_for(root)
+    if fs.list_dir(join(root, "_delta_log")):
+        return
+    others = sorted(
+        {f.name.split("/", 1)[0] for f in fs.list_tree(root)} - {STAGING_DIR, "_delta_log"}
+    )
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise NonEmptyLocationError(
+            f"cannot create a table at {root}: objects already exist under it and it holds "
+            f"no Delta log (it contains {shown})"
+        )
+
+
 def claim_location(location: str) -> bool:
     """Mark ``location`` as a table being created (an empty ``_delta_log`` directory).
 
@@ -260,6 +284,8 @@ def claim_location(location: str) -> bool:
     sees a Delta log being created rather than a non-empty directory of strangers' files.
     Returns whether the table directory itself existed before.
     """
+    if not parse_location(location).is_local:
+        return True  # object stores have no directories to claim (or to clean up)
     existed = os.path.isdir(location)
     os.makedirs(os.path.join(location, "_delta_log"), exist_ok=True)
     return existed
@@ -272,6 +298,8 @@ def release_location(location: str, remove_root: bool) -> None:
     (or anything else in the directory) is never touched; the table directory itself
     only if the CREATE made it.
     """
+    if not parse_location(location).is_local:
+        return
     directories = [os.path.join(location, "_delta_log")] + ([location] if remove_root else [])
     for directory in directories:
         try:

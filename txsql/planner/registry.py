@@ -21,6 +21,7 @@ from txsql.planner.operations.clone import run_clone
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
+from txsql.planner.operations.merge.explain import explain_merge
 from txsql.planner.operations.merge.run import run_merge
 from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.operations.overwrite import run_insert_overwrite
@@ -80,7 +81,7 @@ STATEMENTS: dict[type, Entry] = {
     Query: Entry(run_query, explain_query),
     Delete: Entry(run_delete, explain_dml),
     Update: Entry(run_update, explain_dml),
-    Merge: Entry(run_merge),
+    Merge: Entry(run_merge, explain_merge),
     AlterSetProperties: Entry(run_set_properties),
     AlterUnsetProperties: Entry(run_unset_properties),
     AlterAddColumns: Entry(run_add_columns),

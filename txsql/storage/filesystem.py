@@ -46,6 +46,9 @@ class FileIO(Protocol):
     def list_dir(self, path: str) -> list[FileStatus]:
         """Regular files directly in ``path`` (empty if it does not exist)."""
 
+    def list_tree(self, path: str) -> list[FileStatus]:
+        """Every file below ``path`` at any depth, named relative to it with ``/``."""
+
     def delete(self, path: str) -> None: ...
 
 
@@ -94,6 +97,19 @@ class LocalFileIO:
             except FileNotFoundError:
                 continue  # deleted between listing and stat by another writer
             out.append(FileStatus(e.name, st.st_size, int(st.st_mtime * 1000)))
+        return out
+
+    def list_tree(self, path: str) -> list[FileStatus]:
+        out = []
+        for directory, _, names in os.walk(path):
+            for name in names:
+                full = os.path.join(directory, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue  # deleted while walking
+                rel = os.path.relpath(full, path).replace(os.sep, "/")
+                out.append(FileStatus(rel, st.st_size, int(st.st_mtime * 1000)))
         return out
 
     def delete(self, path: str) -> None:
@@ -146,6 +162,15 @@ class MemoryFileIO:
                 FileStatus(p[len(prefix) :], len(d), m)
                 for p, (d, m) in self._files.items()
                 if p.startswith(prefix) and "/" not in p[len(prefix) :]
+            ]
+
+    def list_tree(self, path: str) -> list[FileStatus]:
+        prefix = path.rstrip("/") + "/"
+        with self._lock:
+            return [
+                FileStatus(p[len(prefix) :], len(d), m)
+                for p, (d, m) in self._files.items()
+                if p.startswith(prefix)
             ]
 
     def delete(self, path: str) -> None:

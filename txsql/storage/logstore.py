@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
 from txsql.errors import VersionExistsError
-from txsql.storage.filesystem import FileIO, FileStatus, LocalFileIO
+from txsql.storage.factory import file_io_for
+from txsql.storage.filesystem import FileIO, FileStatus
+from txsql.storage.objectstore import ObjectStoreFileIO
 from txsql.storage.paths import LOG_DIR, classify_log_file, commit_name, parse_location
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+# Concurrent reads when many log files come from an object store (each is a round trip).
+PARALLEL_READS = 16
 
 
 class LogStore:
@@ -18,13 +29,27 @@ class LogStore:
     def log_path(self, name: str) -> str:
         return f"{self.log_dir}/{name}"
 
+    def map_reads(self, read: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """``[read(i) for i in items]``, run concurrently on an object store (where every
+        read is a network round trip) and in order on local or in-memory file systems.
+        The first exception in item order is raised, as in the sequential loop."""
+        todo = list(items)
+        if len(todo) < 2 or not isinstance(self.fs, ObjectStoreFileIO):
+            return [read(i) for i in todo]
+        with ThreadPoolExecutor(max_workers=min(PARALLEL_READS, len(todo))) as pool:
+            return list(pool.map(read, todo))
+
     def write_if_absent(self, version: int, data: bytes) -> None:
         """Create commit ``version``; raise :class:`VersionExistsError` if it exists.
 
         On a local file system the commit is complete and durable (file and directory
         fsynced) when this returns; a failed write raises ``StorageWriteError`` (or
-        ``DiskFullError``) and leaves no file under the commit's name.
+        ``DiskFullError``) and leaves no file under the commit's name. On an object store
+        it is one conditional PUT; before commit 0 (a new table) the store is probed, and
+        one that ignores conditional writes is refused before any log byte is written.
         """
+        if version == 0 and isinstance(self.fs, ObjectStoreFileIO):
+            self.fs.verify_put_if_absent(self.log_dir)
         try:
             self.fs.write_if_absent(self.log_path(commit_name(version)), data)
         except FileExistsError:
@@ -67,8 +92,16 @@ class LogStore:
         return bool(self.list_commits())
 
 
-def log_store_for(location: str, fs: FileIO | None = None) -> LogStore:
-    """A :class:`LogStore` for a path or ``file:`` URI (local file system by default)."""
+def log_store_for(
+    location: str,
+    fs: FileIO | None = None,
+    *,
+    storage_options: Mapping[str, object] | None = None,
+    hadoop_conf: Mapping[str, str] | None = None,
+) -> LogStore:
+    """A :class:`LogStore` for a path or URI, through ``fs`` or the location's own FileIO
+    (see :func:`~txsql.storage.factory.file_io_for`)."""
     if fs is None:
-        return LogStore(parse_location(location).path, LocalFileIO())
+        parsed = parse_location(location)
+        return LogStore(parsed.root, file_io_for(parsed, storage_options, hadoop_conf))
     return LogStore(location, fs)

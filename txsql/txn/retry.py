@@ -148,8 +148,9 @@ class CommitLoop:
             latest = self.log.latest_version()
             if latest is None or latest < version:
                 continue  # the file vanished (log cleanup?): simply try the version again
-            for v in range(version, latest + 1):
-                winner = WinningCommit(v, tuple(self.log.read_commit(v)))
+            versions = range(version, latest + 1)
+            for v, winner_actions in zip(versions, self.log.read_commits(versions), strict=True):
+                winner = WinningCommit(v, tuple(winner_actions))
                 if winner.txn_id == self.txn.txn_id:
                     return self._result(v, attempt, info, winner.actions)  # response lost
                 if self._winner_committed_our_app_version(winner):

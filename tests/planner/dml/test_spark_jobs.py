@@ -21,9 +21,8 @@ pytestmark = pytest.mark.spark
 
 DDL = "id BIGINT, v VARCHAR, k INTEGER"
 COLUMNS = "id, v, k"
-# Jobs Spark runs besides txsql's own actions: the scan attaches its per-file constants
-# (``_file``, partition values) by a broadcast join, one job per query that plans it.
-SCAN_BROADCASTS = 2
+# The scan attaches its per-file constants (``_file``, partition values) and filters few
+# deleted rows with literals, no broadcast join: Spark runs no job besides txsql's own.
 
 
 @pytest.fixture()
@@ -56,12 +55,12 @@ def test_delete_and_update_job_counts(s: txsql.Session, with_dvs: bool) -> None:
     deleted, real = _statement_jobs(s, "DELETE FROM t WHERE id = 5")
     assert deleted.metrics["num_deleted_rows"] == 1
     assert deleted.metrics["spark_jobs"] == 1
-    assert real <= deleted.metrics["spark_jobs"] + SCAN_BROADCASTS - 1
+    assert real == deleted.metrics["spark_jobs"]
     updated, real = _statement_jobs(s, "UPDATE t SET v = concat(v, '!') WHERE k = 1")
     # k = 1: ids 1, 3, 5, 7; 5 is gone, and 3 too when the first DELETE ran.
     assert updated.metrics["num_updated_rows"] == (2 if with_dvs else 3)
     assert updated.metrics["spark_jobs"] == 2
-    assert real <= updated.metrics["spark_jobs"] + SCAN_BROADCASTS
+    assert real == updated.metrics["spark_jobs"]
     rows = sorted(tuple(r) for r in s.sql(f"SELECT {COLUMNS} FROM t").df.collect())
     expected = [(1, "a!", 1), (2, "b", 2), (4, "d", 2), (7, "g!", 1), (8, "h", 2)]
     if not with_dvs:
@@ -89,3 +88,46 @@ def test_explain_announces_the_jobs_the_statement_reports(s: txsql.Session) -> N
     pruned = "DELETE FROM t WHERE k > 100"  # stats skip every file: no job at all
     assert s.sql(f"EXPLAIN {pruned}").metrics["spark_jobs"] == 0
     assert s.sql(pruned).metrics["spark_jobs"] == 0
+
+
+# Besides its own actions a MERGE makes Spark run broadcast exchanges (the source, the
+# split join's matched ids, the scan's per-file constants) and, under AQE, one job per
+# cached relation it reads before the action proper.
+MERGE_EXTRA_JOBS = 6
+
+
+def test_merge_job_count_and_rows(s: txsql.Session) -> None:
+    _create(s)
+    check_against_duckdb(s, DDL, COLUMNS, "DELETE FROM t WHERE id = 3")  # files with DVs
+    s.spark.createDataFrame(
+        [(1, "A", 1), (2, None, 2), (3, "C", 1), (9, "I", 1), (10, "J", 2)],
+        "id long, v string, k int",
+    ).createOrReplaceTempView("src")
+    statement = (
+        "MERGE INTO t USING src ON t.id = src.id "
+        "WHEN MATCHED AND src.v IS NULL THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET v = src.v "
+        "WHEN NOT MATCHED AND src.k = 2 THEN INSERT (id, v, k) VALUES (src.id, 'two', 2) "
+        "WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.k = 2 THEN UPDATE SET v = 'gone'"
+    )
+    plan = s.sql(f"EXPLAIN {statement}")
+    merged, real = _statement_jobs(s, statement)
+    assert merged.metrics["spark_jobs"] == plan.metrics["spark_jobs"] == 3
+    assert real <= merged.metrics["spark_jobs"] + MERGE_EXTRA_JOBS
+    # 1 updated, 2 deleted, 3 (deleted before) and 9 inserted, 10 inserted by the k = 2
+    # clause, 4/6/8 (k = 2, unmatched) updated.
+    rows = sorted(tuple(r) for r in s.sql(f"SELECT {COLUMNS} FROM t").df.collect())
+    expected = [
+        (1, "A", 1),
+        (3, "C", 1),
+        (4, "gone", 2),
+        (5, "e", 1),
+        (6, "gone", 2),
+        (7, "g", 1),
+        (8, "gone", 2),
+        (9, "I", 1),
+        (10, "two", 2),
+    ]
+    assert rows == expected
+    assert merged.metrics["num_inserted_rows"] == 3

@@ -21,8 +21,6 @@ DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,7 +38,7 @@ from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
 from txsql.planner.dml.jobs import count_job
-from txsql.storage.filesystem import LocalFileIO
+from txsql.storage.factory import delete_quietly, file_io_for
 from txsql.txn.rowlevel import loosen_stats, num_records
 
 if TYPE_CHECKING:
@@ -106,8 +104,7 @@ class DeletionOutcome:
     def cleanup(self) -> None:
         """Delete the files this outcome wrote (after a failure; never once committed)."""
         for path in self.written_paths:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            delete_quietly(path)
 
 
 def deletion_vectors_allowed(snapshot: Snapshot) -> bool:
@@ -142,10 +139,6 @@ def mark_rows_deleted(
     Raises:
         TxSqlError: If a row names a file outside ``candidates`` (a planner bug).
     """
-    files = list(snapshot.files if candidates is None else candidates)
-    by_path = {f.path: f for f in files}
-    dv_ok = deletion_vectors_allowed(snapshot)
-    root = snapshot.table_root
     file_column, row_column = snapshot_row_ids(snapshot)
     # ONE Spark job: each scan task groups its matched row indexes per file and returns
     # compact bitmaps. No shuffle by file (with AQE a shuffle is a job of its own); a file
@@ -159,18 +152,40 @@ def mark_rows_deleted(
     )
     found: dict[str, BitMap64] = {}
     for piece in pieces:
-        if piece["path"] not in by_path:
-            raise TxSqlError(f"row of unexpected file {piece['path']!r} marked for deletion")
         rows = BitMap64.deserialize(piece["rows"])
         if piece["path"] in found:
             found[piece["path"]] |= rows
         else:
             found[piece["path"]] = rows
+    return delete_found_rows(ctx, snapshot, found, candidates=candidates)
+
+
+def delete_found_rows(
+    ctx: RunContext,
+    snapshot: Snapshot,
+    found: dict[str, BitMap64],
+    *,
+    candidates: Sequence[AddFile] | None = None,
+) -> DeletionOutcome:
+    """Delete the rows of per-file bitmaps ``found`` (AddFile.path -> physical row
+    indexes; rows already deleted are ignored), as :func:`mark_rows_deleted` does for a
+    DataFrame. No Spark job unless files must be rewritten (tables without DVs).
+
+    Raises:
+        TxSqlError: If a bitmap names a file outside ``candidates`` (a planner bug).
+    """
+    files = list(snapshot.files if candidates is None else candidates)
+    by_path = {f.path: f for f in files}
+    dv_ok = deletion_vectors_allowed(snapshot)
+    root = snapshot.table_root
+    for path in found:
+        if path not in by_path:
+            raise TxSqlError(f"row of unexpected file {path!r} marked for deletion")
     outcome = DeletionOutcome()
     now = int(time.time() * 1000)
     rewrite: list[tuple[AddFile, BitMap64]] = []
     to_write: list[tuple[AddFile, BitMap64]] = []
-    fs = LocalFileIO()
+    fs = file_io_for(root)
     for path in sorted(found):
         add = by_path[path]
         total = num_records(add.stats)
@@ -252,7 +267,7 @@ def _copy_on_write(
         scan[quote(row_column)] == deleted[quote(del_row)]
     )
     kept = scan.join(deleted, condition, "left_anti").drop(file_column, row_column)
-    adds = write_data_files(spark, kept, snapshot.table_root, snapshot.metadata)
+    adds = count_job(lambda: write_data_files(spark, kept, snapshot.table_root, snapshot.metadata))
     outcome.written_paths += [resolve_path(snapshot.table_root, a.path) for a in adds]
     for add in files:
         _count_removed(outcome, add)

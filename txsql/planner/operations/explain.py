@@ -3,8 +3,8 @@
 For DELETE and UPDATE it shows the WHERE clause split into partition / data / remaining
 conjuncts, which files are removed whole, scanned or skipped (and why), and the planned
 steps. Queries show Spark's own plan. Other statements register an explainer in
-:data:`txsql.planner.registry.STATEMENTS` (MERGE can add its own). Nothing is written and
-no transaction starts.
+:data:`txsql.planner.registry.STATEMENTS` (MERGE: :mod:`txsql.planner.operations.merge.explain`).
+Nothing is written and no transaction starts.
 """
 
 from __future__ import annotations

@@ -11,9 +11,7 @@ deleted some, the statement fails and names them.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
-from urllib.parse import unquote, urlparse
 
 from txsql.errors import RestoreError, VersionNotFoundError
 from txsql.log.actions import Action, AddFile, Protocol
@@ -24,7 +22,8 @@ from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
 from txsql.planner.sql.statements import RestoreTable
 from txsql.result import Result
-from txsql.storage.paths import parse_location
+from txsql.storage.factory import file_io_for
+from txsql.storage.paths import parse_location, resolve_in_root
 from txsql.txn.readset import norm_path
 
 
@@ -100,26 +99,20 @@ def _merged_protocol(current: Snapshot, target: Snapshot) -> Protocol:
 
 
 def _check_files_exist(target: Snapshot, files: list[AddFile], table: str) -> None:
-    root = parse_location(target.table_root).path
+    root = parse_location(target.table_root).root
+    fs = file_io_for(root)
     missing: list[str] = []
     for f in files:
-        paths = [_data_path(root, f.path)]
+        paths = [resolve_in_root(root, f.path)]
         if f.deletion_vector is not None:
             dv = f.deletion_vector.absolute_path(root)
             if dv is not None:
                 paths.append(dv)
-        missing.extend(p for p in paths if not os.path.exists(p))
+        missing.extend(p for p in paths if not fs.exists(p))
     if missing:
-        shown = ", ".join(os.path.relpath(p, root) for p in missing[:5])
+        shown = ", ".join(p.removeprefix(root.rstrip("/") + "/") for p in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise RestoreError(
             f"cannot restore {table} to version {target.version}: {len(missing)} file(s) it "
             f"needs were deleted (by VACUUM?): {shown}{more}"
         )
-
-
-def _data_path(root: str, path: str) -> str:
-    parsed = urlparse(path)
-    if parsed.scheme:
-        return unquote(parsed.path)
-    return os.path.join(root, unquote(path))

@@ -153,11 +153,9 @@ def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str
 
 
 def _unlink(path: str) -> None:
-    import contextlib
-    import os
+    from txsql.storage.factory import delete_quietly
 
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    delete_quietly(path)
 
 
 def _ms(since: float) -> int:

@@ -44,8 +44,15 @@ from txsql.planner.context import RunContext
 from txsql.planner.operations.clone import PENDING_CLONE_MS, registered_clones
 from txsql.planner.sql.statements import VacuumTable
 from txsql.result import Result
+from txsql.storage.factory import file_io_for
 from txsql.storage.leftovers import remove_stale_leftovers
-from txsql.storage.paths import data_file_path, parse_location
+from txsql.storage.paths import (
+    data_file_path,
+    is_local_location,
+    join,
+    parse_location,
+    resolve_in_root,
+)
 
 CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 _HOUR_MS = 3_600_000
@@ -73,11 +80,14 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
             "reader or writer needs older versions, run "
             f"SET {CHECK_CONF} = false (spark.conf.set) first.",
         )
-    root = parse_location(snapshot.table_root).path
+    location = parse_location(snapshot.table_root)
+    root = location.root
     cutoff = int(time.time() * 1000) - retain_ms
     keep = referenced_files(snapshot, root, cutoff) | clone_files(log, root)
     owned = Ownership(logged_files(log, snapshot, root), creation_time_ms(log, snapshot))
-    doomed = files_to_delete(root, keep, cutoff, owned)
+    sizes = files_to_delete(root, keep, cutoff, owned)
+    doomed = sorted(sizes)
+    size = sum(sizes.values())
     if statement.dry_run:
         df = ctx.spark.createDataFrame([(p,) for p in doomed], "path STRING")
         return Result(
@@ -85,11 +95,10 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
             "VACUUM",
             version=snapshot.version,
             table=statement.target.display,
-            metrics={"numFilesToDelete": len(doomed)},
+            metrics={"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
             df=df,
             message=f"{len(doomed)} file(s) would be deleted (dry run)",
         )
-    size = sum(_size(p) for p in doomed)
     start = ctx.transaction(log)
     ctx.commit(
         start,
@@ -101,13 +110,17 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         },
         {"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
     )
-    deleted = 0
+    deleted = deleted_bytes = 0
+    fs = file_io_for(location)
     for path in doomed:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+            fs.delete(path)
             deleted += 1
-    remove_stale_leftovers(root)  # temp files and staging folders of killed writers
-    directories = _remove_empty_dirs(root)
+            deleted_bytes += sizes[path]
+    directories = 0
+    if location.is_local:  # object stores have no directories and no temp files
+        remove_stale_leftovers(root)  # temp files and staging folders of killed writers
+        directories = _remove_empty_dirs(root)
     end = ctx.transaction(log)
     committed = ctx.commit(
         end,
@@ -122,7 +135,11 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         version=committed.version if committed else None,
         read_version=snapshot.version,
         table=statement.target.display,
-        metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
+        metrics={
+            "numDeletedFiles": deleted,
+            "sizeOfDeletedData": deleted_bytes,
+            "numVacuumedDirectories": directories,
+        },
         operation_metrics=dict(committed.commit_info.operation_metrics or {}) if committed else {},
         df=df,
         message=f"deleted {deleted} file(s)",
@@ -150,12 +167,14 @@ class Ownership:
 
 def files_to_delete(
     root: str, keep: set[str], cutoff_ms: int, owned: Ownership | None = None
-) -> list[str]:
-    """Sorted local paths under ``root`` that VACUUM deletes (see the module docstring).
+) -> dict[str, int]:
+    """Paths under ``root`` that VACUUM deletes (see the module docstring), with sizes.
 
     ``owned`` None skips the ownership rule (every unreferenced old file is deleted).
     """
-    doomed = []
+    if not is_local_location(root):
+        return _object_store_files_to_delete(root, keep, cutoff_ms, owned)
+    doomed: dict[str, int] = {}
     for directory, dirs, names in os.walk(root):
         inside_staging = _inside(root, directory, STAGING_DIR)
         if not inside_staging:
@@ -169,26 +188,39 @@ def files_to_delete(
             if path in keep:
                 continue
             try:
-                mtime_ms = os.stat(path).st_mtime * 1000
+                st = os.stat(path)
             except FileNotFoundError:
                 continue
+            mtime_ms = st.st_mtime * 1000
             if mtime_ms >= cutoff_ms:
                 continue
             if inside_staging or owned is None or owned.owns(path, mtime_ms):
-                doomed.append(path)
-    return sorted(doomed)
+                doomed[path] = st.st_size
+    return doomed
+
+
+def _object_store_files_to_delete(
+    root: str, keep: set[str], cutoff_ms: int, owned: Ownership | None
+) -> dict[str, int]:
+    """:func:`files_to_delete` from one recursive listing of the table's prefix (same
+    rules: hidden path components are skipped, except txsql's staging area)."""
+    doomed: dict[str, int] = {}
+    for status in file_io_for(root).list_tree(root):
+        parts = status.name.split("/")
+        inside_staging = parts[0] == STAGING_DIR
+        if not inside_staging and any(p.startswith((".", "_")) for p in parts):
+            continue
+        path = join(root, status.name)
+        if path in keep or status.modification_time >= cutoff_ms:
+            continue
+        if inside_staging or owned is None or owned.owns(path, status.modification_time):
+            doomed[path] = status.size
+    return doomed
 
 
 def _inside(root: str, directory: str, name: str) -> bool:
     relative = os.path.relpath(directory, root)
     return relative.split(os.sep)[0] == name
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _remove_empty_dirs(root: str) -> int:
@@ -234,10 +266,9 @@ def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:
     """
     entries: list[tuple[str, object]] = [(f.path, f.deletion_vector) for f in snapshot.files]
     entries += [(r.path, r.deletion_vector) for r in snapshot.tombstones]
-    for version in log.store.list_commits():
-        if version > snapshot.version:
-            break
-        for action in log.read_commit(version):
+    versions = [v for v in log.store.list_commits() if v <= snapshot.version]
+    for actions in log.read_commits(versions):  # concurrent GETs on object stores
+        for action in actions:
             if isinstance(action, (AddFile, RemoveFile)):
                 entries.append((action.path, action.deletion_vector))
     return _local_paths(root, entries)
@@ -295,5 +326,5 @@ def _local_paths(root: str, entries: list[tuple[str, object]]) -> set[str]:
         if absolute is not None:
             located = absolute(root)
             if located is not None:
-                paths.add(os.path.normpath(located))
+                paths.add(resolve_in_root(root, located))
     return paths

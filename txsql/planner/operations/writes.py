@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,7 @@ from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
+from txsql.storage.factory import delete_quietly
 from txsql.storage.paths import data_file_path, parse_location
 from txsql.txn.transaction import CommitResult, Transaction
 
@@ -45,7 +44,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             hint="COMMIT or ROLLBACK first; a transaction writes one existing table.",
         )
     if statement.location is not None:
-        location = parse_location(statement.location).path
+        location = parse_location(statement.location).root
         if ref.name is not None:
             registered = ctx.catalog.registered_location(ref.name)
             default = DeltaLog.for_path(ctx.catalog.location(ref))
@@ -160,8 +159,7 @@ def _exists(statement: CreateTable, text: str, log: DeltaLog) -> Result:
 
 def delete_files(root: str, adds: list[AddFile]) -> None:
     for add in adds:
-        with contextlib.suppress(OSError):
-            os.unlink(data_file_path(root, add.path))
+        delete_quietly(data_file_path(root, add.path))
 
 
 def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from txsql.errors import ExpressionTooDeepError, SqlParseError
 from txsql.planner.sql.dialect import DIALECT, TxSql
+from txsql.planner.sql.syntax import describe, quiet_sqlglot, tokenizer_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,13 @@ def split_statements(script: str) -> list[StatementText]:
     try:
         tokens = TxSql().tokenize(script)
     except TokenError as e:
-        raise SqlParseError(f"cannot tokenize SQL: {e}", statement=script) from None
+        problem = tokenizer_problem(script, e)  # an unclosed quote or comment, located
+        raise SqlParseError(
+            f"syntax error: {problem.message}",
+            statement=script,
+            line=problem.line,
+            column=problem.column,
+        ) from None
     statements: list[StatementText] = []
     start: int | None = None
     end = 0
@@ -84,15 +91,14 @@ def parse_script(script: str) -> list[ParsedStatement]:
 
 def parse_statement(source: StatementText, script: str) -> exp.Expr:
     try:
-        expressions = sqlglot.parse(source.text, read=DIALECT)
+        with quiet_sqlglot():
+            expressions = sqlglot.parse(source.text, read=DIALECT)
     except ParseError as e:
-        detail = e.errors[0] if e.errors else {}
-        line, column = _script_position(source, detail.get("line"), detail.get("col"))
-        message = detail.get("description") or str(e)
-        highlight = detail.get("highlight")
-        near = f" near '{highlight}'" if highlight else ""
+        # a plain sentence at the token that broke, not sqlglot's internals
+        problem = describe(source.text, e.errors[0] if e.errors else {}, _tokens(source.text))
+        line, column = _script_position(source, problem.line, problem.column)
         raise SqlParseError(
-            f"syntax error in `{_abbreviate(source.text)}`: {message}{near}",
+            f"syntax error in `{_abbreviate(source.text)}`: {problem.message}",
             statement=source.text,
             line=line,
             column=column,
@@ -107,6 +113,13 @@ def parse_statement(source: StatementText, script: str) -> exp.Expr:
             column=source.column,
         )
     return expressions[0]
+
+
+def _tokens(text: str) -> list[Token]:
+    try:
+        return TxSql().tokenize(text)
+    except TokenError:
+        return []
 
 
 def _script_position(source: StatementText, line: int | None, col: int | None) -> tuple[int, int]:

@@ -180,6 +180,7 @@ def test_insert_only_merge_writes_no_deletion_vectors(s: txsql.Session, spark: A
         "num_updated_rows": 0,
         "num_deleted_rows": 0,
         "num_inserted_rows": 1,
+        "spark_jobs": 3,  # source, new rows, summary (DVs from its bitmaps)
     }
     actions = _log(s, 2)
     assert not any("remove" in a for a in actions)

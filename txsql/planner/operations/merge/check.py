@@ -7,16 +7,15 @@ MATCHED BY SOURCE clauses, the unmatched target rows those clauses' conditions s
 When a concurrent commit wins, the checker semi-joins the winner's added rows (or a
 removed file as we read it) with our source under ON: a conflict only if a row joins.
 
-The handle keeps only the source columns ON reads, distinct, captured while the MERGE's
-source is persisted, so the check sees exactly the source the MERGE saw (a temp view
-replaced later, or a non-deterministic source, does not change it). Small sources stay
-on the driver; larger ones stay persisted by Spark until the transaction is dropped.
+The handle keeps only the source columns ON reads, captured while the MERGE's source is
+persisted (the MERGE's source-count job fills both caches), so the check sees exactly the
+source the MERGE saw (a temp view replaced later, or a non-deterministic source, does not
+change it). They stay persisted by Spark until the transaction is dropped.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -35,59 +34,46 @@ from txsql.txn.joinread import JoinRead
 from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from txsql.log.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
 
-DRIVER_ROWS_ENV = "TXSQL_MERGE_SOURCE_DRIVER_ROWS"
-"""Sources with at most this many distinct ON key rows are kept on the driver."""
-_DEFAULT_DRIVER_ROWS = 10_000
 _ANY = "__txsql_any"  # the one column kept when ON reads no source column
 
 
 class SourceRows:
-    """The MERGE source's ON columns (distinct rows) as the statement saw them."""
+    """The MERGE source's ON columns as the statement saw them (persisted by Spark)."""
 
-    def __init__(
-        self, schema: StructType, rows: list[Row] | None, persisted: DataFrame | None
-    ) -> None:
+    def __init__(self, schema: StructType, kept: DataFrame) -> None:
         self.schema = schema
-        self._rows = rows
-        self._persisted = persisted
-        if persisted is not None:
-            # Release the cached rows once the transaction (and its read set) is gone.
-            weakref.finalize(self, _unpersist, persisted)
-
-    @property
-    def on_driver(self) -> bool:
-        return self._rows is not None
+        self.kept = kept
+        # Release the cached rows once the transaction (and its read set) is gone.
+        weakref.finalize(self, _unpersist, kept)
 
     @classmethod
     def capture(cls, source: DataFrame, columns: Sequence[str]) -> SourceRows:
-        """Capture ``columns`` of ``source`` (which must be persisted: read once)."""
+        """Keep ``columns`` of ``source`` (which must be persisted: read once).
+
+        Lazy: the caller materializes :attr:`kept` by running a job over it while the
+        source is still persisted (the MERGE's source count does), so no job of its own.
+        Rows are not de-duplicated: that would add a shuffle, and a semi-join does not
+        care.
+        """
         from pyspark.sql import functions as F
         from pyspark.storagelevel import StorageLevel
 
         if columns:
-            keys = source.select(*[F.col(_quoted(c)) for c in columns]).distinct()
+            keys = source.select(*[F.col(_quoted(c)) for c in columns])
         else:  # ON reads no source column: only whether the source has rows matters
-            keys = source.select(F.lit(True).alias(_ANY)).limit(1)
-        limit = int(os.environ.get(DRIVER_ROWS_ENV, _DEFAULT_DRIVER_ROWS))
-        rows = keys.limit(limit + 1).collect()
-        if len(rows) <= limit:
-            return cls(keys.schema, rows, None)
-        kept = keys.persist(StorageLevel.MEMORY_AND_DISK)
-        kept.count()  # materialize now, while the MERGE's persisted source is alive
-        return cls(keys.schema, None, kept)
+            keys = source.select(F.lit(True).alias(_ANY))
+        return cls(keys.schema, keys.persist(StorageLevel.MEMORY_AND_DISK))
 
     def dataframe(self, spark: SparkSession) -> DataFrame:
-        if self._rows is not None:
-            return spark.createDataFrame(self._rows, self.schema)
-        assert self._persisted is not None
-        return self._persisted
+        del spark
+        return self.kept
 
 
 def _unpersist(df: DataFrame) -> None:
@@ -238,7 +224,6 @@ def capture_source(source: DataFrame, plan: MergePlan) -> SourceRows | None:
 
 
 __all__ = [
-    "DRIVER_ROWS_ENV",
     "SourceRows",
     "SparkJoinChecker",
     "by_source_predicate",

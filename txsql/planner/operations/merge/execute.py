@@ -5,10 +5,16 @@ order, within its kind) whose condition holds (``-1``: none does) and, for UPDAT
 INSERT clauses, the new row, each value cast to its column type like a store assignment.
 Rows that neither match nor get an action are dropped, so what gets persisted is small:
 the touched target rows, the matched ones and the rows to insert.
+
+Spark jobs (each through :func:`~txsql.planner.dml.jobs.count_job`): :func:`count_rows`
+materializes the persisted source (so Spark sees its real size and broadcasts a small
+one), the new rows are written, and :func:`summarize` returns counts and per-file
+bitmaps; the DVs are built from those bitmaps without another job.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,8 +26,8 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 from pyspark.sql import functions as F
 
-from txsql.engine.scan import row_id_columns
 from txsql.errors import MergeCardinalityError, SchemaError
+from txsql.planner.dml.jobs import count_job
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.statements import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
 
@@ -37,17 +43,15 @@ ROW = f"__txsql_row_{_TAG}"
 ACTION = f"__txsql_action_{_TAG}"
 MATCHED_FLAG = f"__txsql_matched_{_TAG}"
 SOURCE_PRESENT = f"__txsql_source_{_TAG}"
-_SOURCE_ROW = -99  # action of the source row count in summarize()
-_N = f"__txsql_n_{_TAG}"
+SOURCE_ID = f"__txsql_source_id_{_TAG}"
+# Kinds of per-file bitmap rows in summarize()'s output (in the action column).
+_ALL, _EFFECTIVE, _CHANGED = -100, -101, -102
 _SUMMARY = pa.schema(
-    [
-        ("path", pa.string()),
-        ("action", pa.int32()),
-        ("n", pa.int64()),
-        ("distinct", pa.int64()),
-        ("rows", pa.binary()),
-    ]
+    [("path", pa.string()), ("action", pa.int32()), ("n", pa.int64()), ("rows", pa.binary())]
 )
+SPLIT_ROWS_ENV = "TXSQL_MERGE_SPLIT_MAX_SOURCE_ROWS"
+"""Sources with at most this many rows get the split join (see :func:`splits_join`)."""
+_DEFAULT_SPLIT_ROWS = 2_000_000
 
 
 @contextmanager
@@ -69,20 +73,68 @@ def persisted(df: DataFrame) -> Iterator[DataFrame]:
 
 
 def with_source_marker(source: DataFrame) -> DataFrame:
-    """The source with a non-null marker column: NULL after an outer join = no source row."""
-    return source.withColumn(SOURCE_PRESENT, F.lit(True))
+    """The source with a non-null marker column (NULL after an outer join = no source row)
+    and a row id (stable once the source is persisted) naming the source rows that matched."""
+    return source.withColumn(SOURCE_PRESENT, F.lit(True)).withColumn(
+        SOURCE_ID, F.monotonically_increasing_id()
+    )
+
+
+def count_rows(df: DataFrame) -> int:
+    """Rows of ``df`` in ONE Spark job without a shuffle (``count()`` adds an aggregate
+    stage); run on a persisted DataFrame it also fills the cache, so Spark then knows the
+    real size and broadcasts a small source instead of shuffling the target."""
+    results = count_job(lambda: df.mapInArrow(_count_task, "n bigint").collect())
+    return sum(int(r["n"]) for r in results)
+
+
+def _count_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    n = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_pydict({"n": [n]}, schema=pa.schema([("n", pa.int64())]))
+
+
+def splits_join(plan: MergePlan, num_source_rows: int) -> bool:
+    """Whether to run the join as target x source plus "source rows nobody matched".
+
+    Spark's broadcast hash join cannot keep the unmatched rows of its build side, so a
+    right or full outer join (NOT MATCHED clauses) would shuffle the whole target. Split,
+    the target streams past the broadcast source once and the unmatched source rows are
+    the source minus the matched source row ids (a small broadcast). Needs a deterministic
+    ON (the matched ids must be those of the first pass) and a source small enough that
+    its row ids broadcast comfortably.
+    """
+    limit = int(os.environ.get(SPLIT_ROWS_ENV, _DEFAULT_SPLIT_ROWS))
+    return (
+        plan.join in ("right", "full", "insert_only")
+        and plan.on_deterministic
+        and num_source_rows <= limit
+    )
 
 
 def classify(
-    plan: MergePlan, target: DataFrame, source: DataFrame, column_types: dict[str, str]
+    plan: MergePlan,
+    target: DataFrame,
+    source: DataFrame,
+    column_types: dict[str, str],
+    *,
+    matched_only: bool = False,
+    drop_deleted: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
-    """Join and classify; returns ``FILE, ROW, ACTION, MATCHED_FLAG`` and the new rows.
+    """Join and classify; returns ``FILE, ROW, SOURCE_ID, ACTION, MATCHED_FLAG`` and the
+    new rows.
 
     Args:
         plan: The resolved MERGE.
         target: The target scan, its hidden file and row-index columns last.
-        source: The (persisted) source with :data:`SOURCE_PRESENT`.
+        source: The (persisted) source from :func:`with_source_marker`.
         column_types: Target column -> Spark SQL type, for the assignment casts.
+        matched_only: The first half of a split join (:func:`splits_join`): target rows
+            joined with the source, never unmatched source rows; complete it with
+            :func:`unmatched_source`.
+        drop_deleted: Given when ``target`` ignores its files' DVs (no DV expansion and
+            anti-join over the whole target): drops joined rows of deleted target rows,
+            after the join. Only for joins whose output keeps nothing of such a row
+            (inner or target-preserving left joins, :func:`late_dv_filter`).
     """
     _check_helper_names([*target.columns, *source.columns])
     # scan_snapshot puts the hidden columns last; their names depend on the table's columns.
@@ -90,27 +142,67 @@ def classify(
     tgt = target.alias(plan.target_alias)
     src = source.alias(plan.source_alias)
     on = F.expr(plan.on)
-    if plan.join == "insert_only":
+    if plan.join == "insert_only" and not matched_only:
         # Only source rows without any match can act: an anti-join, no target ids needed.
+        action = _group_case(plan, NOT_MATCHED)
         joined = src.join(tgt, on, "left_anti")
+        return _classified(plan, joined, None, action, column_types, NOT_MATCHED)
+    join = plan.join
+    if matched_only:  # keep unmatched target rows only for NOT MATCHED BY SOURCE clauses
+        join = "left" if plan.join == "full" else "inner"
+    action = (
+        f"CASE WHEN {FILE} IS NOT NULL AND {SOURCE_PRESENT} IS NOT NULL "
+        f"THEN {_group_case(plan, MATCHED)} "
+        f"WHEN {SOURCE_PRESENT} IS NOT NULL THEN {_group_case(plan, NOT_MATCHED)} "
+        f"ELSE {_group_case(plan, NOT_MATCHED_BY_SOURCE)} END"
+    )
+    matched = F.col(FILE).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
+    joined = tgt.join(src, on, join)
+    if drop_deleted is not None:
+        assert join in ("inner", "left"), "deleted rows dropped after a preserving join"
+        joined = drop_deleted(joined)
+    return _classified(plan, joined, matched, action, column_types)
+
+
+def late_dv_filter(plan: MergePlan, split: bool) -> bool:
+    """Whether the target may be scanned ignoring DVs, deleted rows dropped after the
+    join: only when every joined row of a target row comes from that row (inner or left
+    join), never a source row kept because the row did not match (right/full/anti)."""
+    return split or plan.join in ("inner", "left")
+
+
+def unmatched_source(
+    plan: MergePlan, matched: DataFrame, source: DataFrame, column_types: dict[str, str]
+) -> DataFrame:
+    """The second half of a split join: source rows no target row matched, classified by
+    the NOT MATCHED clauses. ``matched`` is the (persisted) first half."""
+    ids = matched.filter(F.col(MATCHED_FLAG)).select(SOURCE_ID)
+    rows = source.alias(plan.source_alias).join(F.broadcast(ids), SOURCE_ID, "left_anti")
+    return _classified(plan, rows, None, _group_case(plan, NOT_MATCHED), column_types, NOT_MATCHED)
+
+
+def _classified(
+    plan: MergePlan,
+    joined: DataFrame,
+    matched: Any,
+    action: str,
+    column_types: dict[str, str],
+    only: str | None = None,
+) -> DataFrame:
+    """The classify projection; ``matched`` None: rows without a target side, whose
+    values come from the ``only`` kind of clause (the others read the target)."""
+    if matched is None:
         ids = [F.lit(None).cast("string").alias(FILE), F.lit(None).cast("long").alias(ROW)]
         matched = F.lit(False)
-        action = _group_case(plan, NOT_MATCHED)
     else:
-        joined = tgt.join(src, on, plan.join)
         ids = [F.col(FILE), F.col(ROW)]
-        matched = F.col(FILE).isNotNull() & F.col(SOURCE_PRESENT).isNotNull()
-        action = (
-            f"CASE WHEN {FILE} IS NOT NULL AND {SOURCE_PRESENT} IS NOT NULL "
-            f"THEN {_group_case(plan, MATCHED)} "
-            f"WHEN {SOURCE_PRESENT} IS NOT NULL THEN {_group_case(plan, NOT_MATCHED)} "
-            f"ELSE {_group_case(plan, NOT_MATCHED_BY_SOURCE)} END"
-        )
     # A separate projection evaluates each condition once per row; the value columns below
     # only look the action up (Spark will not inline a non-deterministic CASE into them).
     joined = joined.withColumn(ACTION, F.expr(action))
     values = []
-    producing = [c for c in plan.clauses if c.outputs is not None]
+    producing = [
+        c for c in plan.clauses if c.outputs is not None and only in (None, c.clause.match)
+    ]
     for column in plan.target_columns if producing else ():
         cast = column_types[column]
         branches = " ".join(
@@ -119,7 +211,7 @@ def classify(
             if c.outputs is not None
         )
         values.append(F.expr(f"CASE {ACTION} {branches} END").alias(column))
-    out = joined.select(*ids, F.col(ACTION), matched.alias(MATCHED_FLAG), *values)
+    out = joined.select(*ids, F.col(SOURCE_ID), F.col(ACTION), matched.alias(MATCHED_FLAG), *values)
     return out.filter((F.col(ACTION) >= 0) | F.col(MATCHED_FLAG))
 
 
@@ -142,6 +234,7 @@ class Summary:
             a MATCHED clause changes (Delta's "effective" duplicate matches).
         distinct_matched_changed: Target rows changed by MATCHED clauses, each once.
         matched: Per file, the physical rows the MERGE matched or changed (read set).
+        changed: Per file, the rows updated or deleted (their old versions go into DVs).
     """
 
     counts: dict[int, int] = field(default_factory=dict)
@@ -149,42 +242,49 @@ class Summary:
     duplicate_matches: int = 0
     distinct_matched_changed: int = 0
     matched: dict[str, BitMap64] = field(default_factory=dict)
+    changed: dict[str, BitMap64] = field(default_factory=dict)
 
 
-def summarize(plan: MergePlan, rows: DataFrame, source: DataFrame) -> Summary:
-    """Counts, the duplicate-match check's input and matched rows, in one Spark job.
+def summarize(plan: MergePlan, rows: DataFrame) -> Summary:
+    """Counts, the duplicate-match check and per-file bitmaps, in ONE Spark job.
 
-    Rows are shuffled by target file, so all pairs of one target row meet in one task,
-    which groups them into bitmaps (numpy, no per-row Python). The source is counted in
-    the same job, pre-aggregated to one row (action :data:`_SOURCE_ROW`, count in ``n``).
+    No shuffle: each task groups its rows into per-file bitmaps (numpy, no per-row
+    Python) of the rows matched, of those a MATCHED clause acts on ("effective", with the
+    number of such pairs) and of those changed. Pieces of one file from several tasks are
+    unioned here, so the duplicate check is exact wherever the pairs of a target row ran:
+    duplicates = effective pairs - distinct effective rows.
     """
-    ids = rows.select(FILE, ROW, ACTION, F.lit(1).cast("long").alias(_N))
-    source_count = source.agg(
-        F.lit(None).cast("string").alias(FILE),
-        F.lit(None).cast("long").alias(ROW),
-        F.lit(_SOURCE_ROW).alias(ACTION),
-        F.count(F.lit(1)).alias(_N),
+    effective = plan.indexes(MATCHED)
+    changing = plan.indexes(MATCHED, ("update", "delete")) + plan.indexes(
+        NOT_MATCHED_BY_SOURCE, ("update", "delete")
     )
-    task = _summary_task(plan.indexes(MATCHED))
-    results = (
-        ids.unionByName(source_count)
-        .repartition(FILE)
-        .mapInArrow(task, "path string, action int, n bigint, distinct bigint, rows binary")
-        .collect()
+    task = _summary_task(effective, changing)
+    results = count_job(
+        lambda: (
+            rows.select(FILE, ROW, ACTION)
+            .mapInArrow(task, "path string, action int, n bigint, rows binary")
+            .collect()
+        )
     )
     out = Summary()
+    pairs = 0
+    effective_rows: dict[str, BitMap64] = {}
+    kinds = {_ALL: out.matched, _EFFECTIVE: effective_rows, _CHANGED: out.changed}
     for r in results:
+        action = int(r["action"])
         if r["path"] is None:
-            action = int(r["action"])
-            if action == _SOURCE_ROW:
-                out.num_source_rows += int(r["n"])
-            else:
-                out.counts[action] = out.counts.get(action, 0) + int(r["n"])
+            out.counts[action] = out.counts.get(action, 0) + int(r["n"])
             continue
-        out.duplicate_matches += int(r["n"])
-        out.distinct_matched_changed += int(r["distinct"])
+        if action == _EFFECTIVE:
+            pairs += int(r["n"])
         bitmap = BitMap64.deserialize(r["rows"])
-        out.matched.setdefault(r["path"], BitMap64()).update(bitmap)
+        found = kinds[action]
+        if r["path"] in found:
+            found[r["path"]] |= bitmap
+        else:
+            found[r["path"]] = bitmap
+    out.distinct_matched_changed = sum(len(b) for b in effective_rows.values())
+    out.duplicate_matches = pairs - out.distinct_matched_changed
     return out
 
 
@@ -206,7 +306,7 @@ def check_cardinality(plan: MergePlan, summary: Summary) -> None:
 
 
 def _summary_task(
-    effective: list[int],
+    effective: list[int], changing: list[int]
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The executor function of :func:`summarize`."""
 
@@ -214,41 +314,47 @@ def _summary_task(
         import numpy as np
 
         counts: dict[int, int] = {}
-        targets: list[pa.RecordBatch] = []
-        # Streamed: rows without a target file (inserts, the source count) are only
-        # counted, so a task never holds them all; target rows are kept for grouping.
+        paths: list[pa.Array] = []
+        rows: list[np.ndarray] = []
+        actions: list[np.ndarray] = []
+        # Streamed: rows without a target file (inserts) are only counted; target rows'
+        # ids are kept (three numbers a row) for grouping.
         for batch in batches:
-            actions = batch.column(ACTION).to_numpy(zero_copy_only=False)
-            weights = batch.column(_N).to_numpy(zero_copy_only=False)
-            for value in np.unique(actions).tolist():
-                counts[value] = counts.get(value, 0) + int(weights[actions == value].sum())
+            acts = batch.column(ACTION).to_numpy(zero_copy_only=False)
+            values, n = np.unique(acts, return_counts=True)
+            for value, count in zip(values.tolist(), n.tolist()):
+                counts[value] = counts.get(value, 0) + count
             valid = batch.filter(pc.is_valid(batch.column(FILE)))
             if valid.num_rows:
-                targets.append(valid)
-        out: dict[str, list[Any]] = {k: [] for k in ("path", "action", "n", "distinct", "rows")}
-        for value, count in counts.items():
-            for key, item in zip(out, (None, value, count, 0, None)):
+                paths.append(valid.column(FILE))
+                rows.append(valid.column(ROW).to_numpy(zero_copy_only=False))
+                actions.append(valid.column(ACTION).to_numpy(zero_copy_only=False))
+        out: dict[str, list[Any]] = {k: [] for k in ("path", "action", "n", "rows")}
+
+        def emit(path: str | None, action: int, n: int, bitmap: BitMap64 | None) -> None:
+            for key, item in zip(out, (path, action, n, bitmap and bitmap.serialize())):
                 out[key].append(item)
-        if targets:
-            table = pa.Table.from_batches(targets)
-            grouped = table.group_by(FILE).aggregate([(ROW, "list"), (ACTION, "list")])
-            for path, rows, acts in zip(
-                grouped.column(FILE).to_pylist(),
-                grouped.column(f"{ROW}_list"),
-                grouped.column(f"{ACTION}_list"),
-            ):
-                row_ids = rows.values.to_numpy(zero_copy_only=False).astype(np.uint64)
-                acting = row_ids[np.isin(acts.values.to_numpy(zero_copy_only=False), effective)]
-                changed = BitMap64()
-                changed.update(acting)
-                everything = BitMap64()
-                everything.update(row_ids)
-                for key, item in zip(
-                    out,
-                    (path, None, len(acting) - len(changed), len(changed), everything.serialize()),
-                ):
-                    out[key].append(item)
-        if counts:
+
+        for value, count in counts.items():
+            emit(None, value, count, None)
+        if paths:
+            encoded = pa.chunked_array(paths).combine_chunks().dictionary_encode()
+            codes = encoded.indices.to_numpy(zero_copy_only=False)
+            row_ids = np.concatenate(rows).astype(np.uint64)
+            acts = np.concatenate(actions)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.flatnonzero(np.diff(codes[order])) + 1
+            for chunk in np.split(order, bounds):
+                path = encoded.dictionary[int(codes[chunk[0]])].as_py()
+                ids, kinds = row_ids[chunk], acts[chunk]
+                emit(path, _ALL, len(ids), _bitmap(ids))
+                acting = ids[np.isin(kinds, effective)]
+                if len(acting):
+                    emit(path, _EFFECTIVE, len(acting), _bitmap(acting))
+                changed = ids[np.isin(kinds, changing)]
+                if len(changed):
+                    emit(path, _CHANGED, len(changed), _bitmap(changed))
+        if out["path"]:
             yield pa.RecordBatch.from_pydict(out, schema=_SUMMARY)
 
     return run
@@ -262,21 +368,15 @@ def new_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:
     )
 
 
-def changed_target_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:
-    """``_file, _row_index`` of target rows updated or deleted (their old versions go)."""
-    changing = plan.indexes(MATCHED, ("update", "delete")) + plan.indexes(
-        NOT_MATCHED_BY_SOURCE, ("update", "delete")
-    )
-    file_column, row_column = row_id_columns(plan.target_columns)
-    ids = rows.filter(F.col(ACTION).isin(changing)).select(
-        F.col(FILE).alias(file_column), F.col(ROW).alias(row_column)
-    )
-    return ids  # rows listed twice (the exempt unconditional DELETE) are marked once
+def _bitmap(ids: Any) -> BitMap64:
+    bitmap = BitMap64()
+    bitmap.update(ids)
+    return bitmap
 
 
 def _check_helper_names(columns: list[str]) -> None:
-    helpers = {n.lower() for n in (FILE, ROW, ACTION, MATCHED_FLAG, SOURCE_PRESENT, _N)}
-    clash = sorted({c for c in columns if c.lower() in helpers} - {SOURCE_PRESENT})
+    helpers = {n.lower() for n in (FILE, ROW, ACTION, MATCHED_FLAG, SOURCE_PRESENT, SOURCE_ID)}
+    clash = sorted({c for c in columns if c.lower() in helpers} - {SOURCE_PRESENT, SOURCE_ID})
     if clash:
         raise SchemaError(
             f"MERGE: column name {clash[0]!r} is reserved for this MERGE's bookkeeping",

@@ -295,6 +295,23 @@ def _source_columns(on: exp.Expr, scope: _Scope) -> tuple[str, ...]:
     return tuple(out)
 
 
+def inserts_deterministic(plan: MergePlan) -> bool:
+    """Whether the NOT MATCHED clauses' conditions and values surely give the same rows
+    when evaluated twice over the same source rows (unknown functions, e.g. UDFs, might
+    not, so they count as non-deterministic)."""
+    for c in plan.clauses:
+        if c.clause.match != NOT_MATCHED:
+            continue
+        nodes = [c.clause.condition, *(c.clause.values or ())]
+        for node in nodes:
+            if node is None:
+                continue
+            for func in node.find_all(exp.Func):
+                if isinstance(func, exp.Anonymous) or _non_deterministic(func):
+                    return False
+    return True
+
+
 def _non_deterministic(func: exp.Func) -> bool:
     if isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
         return True

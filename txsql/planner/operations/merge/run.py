@@ -6,17 +6,21 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
 2. The target is scanned with row ids. When no NOT MATCHED BY SOURCE clause needs the
    unmatched target rows, files are pruned by the ON conjuncts on target columns alone
    (rows failing them cannot match anything).
-3. Target joins source; each row gets the first clause of its kind whose condition holds
-   and, for UPDATE/INSERT, its new values
-   (:mod:`txsql.planner.operations.merge.execute`). The source
-   and that result are persisted and everything below reads them, so a non-deterministic
-   source or condition is evaluated once (the join, ``numSourceRows`` and the conflict
-   check's copy of the source all see the same rows). One job summarizes the result:
-   counts per clause, duplicate matches, matched rows per file.
-4. Delta's cardinality check; the new rows (updated and inserted) are written first, so a
-   NOT NULL or cast failure stops the MERGE before any DV is written; then the old
-   versions of updated and deleted rows are marked in DVs (copy-on-write on tables
-   without DVs). Insert-only merges skip the DV step entirely.
+3. The source is persisted and materialized by one job (which also counts it and keeps
+   the conflict check's copy of its ON columns), so Spark plans the join knowing its
+   real size and broadcasts a small source: the target is streamed, never shuffled.
+   Target joins source; each row gets the first clause of its kind whose condition holds
+   and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.operations.merge.execute`). With NOT
+   MATCHED clauses and a small source the join is split (target x broadcast source, then
+   the source rows whose ids did not match). The classified rows are persisted and
+   everything below reads them, so a non-deterministic source or condition is evaluated
+   once.
+4. Job 2 writes the new rows (updated and inserted) first, so a NOT NULL or cast failure
+   stops the MERGE before any DV is written; job 3 summarizes the classified rows in one
+   pass without a shuffle: counts per clause, Delta's cardinality check, per-file bitmaps
+   of matched and changed rows. The old versions of updated and deleted rows go into DVs
+   built from those bitmaps on the driver (no further job; copy-on-write on tables
+   without DVs adds a rewrite). ``spark_jobs`` in Result.metrics counts them.
 5. The read set: the target rows joining the source (ON, a copy of the source's ON
    columns, files read, rows matched; :mod:`txsql.planner.operations.merge.check`), so concurrent
    commits conflict only when their rows could join with this source; then one ``MERGE``
@@ -31,34 +35,42 @@ From the Python API, merge a pandas or Spark DataFrame by registering it as a vi
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
-from txsql.engine.scan import resolve_path
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.conform import conform_to_schema
-from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
+from txsql.planner.dml.jobs import count_job, counting_jobs
+from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import commit_result, scan_files
 from txsql.planner.operations.merge import execute as mx
-from txsql.planner.operations.merge.check import capture_source, record_merge_read, target_predicate
+from txsql.planner.operations.merge.check import (
+    SourceRows,
+    capture_source,
+    record_merge_read,
+    target_predicate,
+)
 from txsql.planner.operations.merge.plan import (
     MATCHED,
     NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
     MergePlan,
+    inserts_deterministic,
     operation_parameters,
     plan_merge,
 )
 from txsql.planner.sql.predicates import prune_files
 from txsql.planner.sql.statements import Merge
 from txsql.result import Result
+from txsql.storage.factory import delete_quietly
+from txsql.storage.paths import data_file_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -89,27 +101,12 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     new_files: list[AddFile] = []
     outcome = DeletionOutcome()
     try:
-        clock = time.perf_counter()
-        # The source is persisted for the statement: the join, the source count and the
-        # conflict check's copy of its ON columns all read the same rows.
-        with mx.persisted(mx.with_source_marker(source)) as src:
-            source_rows = capture_source(src, plan)
-            target_df = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
-            classified = mx.classify(plan, target_df, src, _column_types(snapshot))
-            with mx.persisted(classified) as rows:
-                summary = mx.summarize(plan, rows, src)
-                mx.check_cardinality(plan, summary)
-                metrics["scanTimeMs"] = _ms_since(clock)
-                clock = time.perf_counter()
-                counts = summary.counts
-                new_files = _write_new_rows(ctx, plan, rows, snapshot, counts, target.display)
-                if _count(plan, counts, None, ("update", "delete")):
-                    changed = mx.changed_target_rows(plan, rows)
-                    outcome = mark_rows_deleted(ctx, snapshot, changed, candidates=files)
-                metrics["rewriteTimeMs"] = _ms_since(clock)
+        with counting_jobs() as jobs:
+            summary, source_rows, new_files, outcome = _execute(
+                ctx, plan, snapshot, files, source, target.display, metrics
+            )
     except BaseException:
         outcome.cleanup()
-        _remove_files(snapshot.table_root, new_files)
         raise
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
     # ids (anti-join): its removed files are judged by the join check instead.
@@ -121,9 +118,74 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     metrics.update(_metrics(plan, summary, new_files, outcome))
     metrics["executionTimeMs"] = _ms_since(started)
     committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
-    return commit_result(
-        text, target.display, "MERGE", committed, txn.read_version, _result_metrics(metrics)
-    )
+    result_metrics = {**_result_metrics(metrics), "spark_jobs": jobs.jobs}
+    return commit_result(text, target.display, "MERGE", committed, txn.read_version, result_metrics)
+
+
+def _execute(
+    ctx: RunContext,
+    plan: MergePlan,
+    snapshot: Snapshot,
+    files: list[AddFile],
+    source: DataFrame,
+    table: str,
+    metrics: dict[str, int],
+) -> tuple[mx.Summary, SourceRows | None, list[AddFile], DeletionOutcome]:
+    """The Spark side of a MERGE: at most three jobs (source, new rows, summary).
+
+    The source is persisted for the statement: the join, the source count and the
+    conflict check's copy of its ON columns all read the same rows. The classified rows
+    are persisted too: the write and the summary read them, so a non-deterministic
+    condition is evaluated once. Files written before a failure are removed.
+    """
+    clock = time.perf_counter()
+    new_files: list[AddFile] = []
+    try:
+        with mx.persisted(mx.with_source_marker(source)) as src:
+            # Job 1 fills the source's cache (and the conflict check's copy of its ON
+            # columns): Spark then plans the join knowing the source's real size.
+            source_rows = capture_source(src, plan)
+            num_source = mx.count_rows(source_rows.kept if source_rows is not None else src)
+            types = _column_types(snapshot)
+            split = mx.splits_join(plan, num_source)
+            drop_deleted = None
+            scanned = files
+            if mx.late_dv_filter(plan, split):
+                # No DV expansion and anti-join over the whole target: the joined rows
+                # of deleted target rows are dropped after the join, in the same tasks.
+                scanned = without_dvs(files)
+                columns = (mx.FILE, mx.ROW)
+                drop_deleted = lambda df: drop_deleted_rows(df, snapshot, files, columns)  # noqa: E731
+            target_df = scan_files(ctx.spark, snapshot, scanned, with_row_ids=True)
+            classified = mx.classify(
+                plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted
+            )
+            with contextlib.ExitStack() as stack:
+                rows = stack.enter_context(mx.persisted(classified))
+                if split:  # the second half reads the first's matched source row ids
+                    rest = mx.unmatched_source(plan, rows, src, types)
+                    if inserts_deterministic(plan):
+                        # Cheap to evaluate twice (source and first half are cached), and
+                        # a cache of a cache costs Spark a job of its own.
+                        rows = rows.unionByName(rest)
+                    else:  # evaluated once: the written rows are the counted ones
+                        rows = stack.enter_context(mx.persisted(rows.unionByName(rest)))
+                # Job 2: new rows first, so a NOT NULL or cast failure stops the MERGE
+                # before any DV exists; job 3: counts, cardinality, per-file bitmaps.
+                new_files = _write_new_rows(ctx, plan, rows, snapshot, table)
+                summary = mx.summarize(plan, rows)
+                summary.num_source_rows = num_source
+                mx.check_cardinality(plan, summary)
+                metrics["scanTimeMs"] = _ms_since(clock)
+                clock = time.perf_counter()
+                outcome = DeletionOutcome()
+                if summary.changed:
+                    outcome = delete_found_rows(ctx, snapshot, summary.changed, candidates=files)
+                metrics["rewriteTimeMs"] = _ms_since(clock)
+    except BaseException:
+        _remove_files(snapshot.table_root, new_files)
+        raise
+    return summary, source_rows, new_files, outcome
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:
@@ -132,27 +194,23 @@ def _column_types(snapshot: Snapshot) -> dict[str, str]:
 
 
 def _write_new_rows(
-    ctx: RunContext,
-    plan: MergePlan,
-    rows: DataFrame,
-    snapshot: Snapshot,
-    counts: dict[int, int],
-    table: str,
+    ctx: RunContext, plan: MergePlan, rows: DataFrame, snapshot: Snapshot, table: str
 ) -> list[AddFile]:
     """Write updated and inserted rows; casts and NOT NULL checks run inside the write."""
-    if not _count(plan, counts, None, ("update", "insert")):
+    if not plan.indexes(actions=("update", "insert")):
         return []
     fitted = conform_to_schema(
         mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table
     )
-    return write_data_files(ctx.spark, fitted, snapshot.table_root, snapshot.metadata)
+    return count_job(
+        lambda: write_data_files(ctx.spark, fitted, snapshot.table_root, snapshot.metadata)
+    )
 
 
 def _remove_files(root: str, adds: list[AddFile]) -> None:
     # Files of a MERGE that failed before committing: invisible, but no need to keep them.
     for add in adds:
-        with contextlib.suppress(OSError):
-            os.unlink(resolve_path(root, add.path))
+        delete_quietly(data_file_path(root, add.path))
 
 
 def _count(plan: MergePlan, counts: dict[int, int], match: str | None, actions: Any) -> int:

@@ -1,0 +1,125 @@
+"""Per-file constants of a scan: partition values (typed, from the log) and ``_file``.
+
+Partition values are taken from the log, never from directory names; ``_file`` is the add
+action's ``path`` exactly as in the log. Both are constant per data file, so each becomes a
+lookup on the row's file key ``crc32(_metadata.file_path)``:
+
+* up to ``_LITERAL_FILES`` files (and distinct CRCs), a map literal per constant,
+  ``element_at(map(crc1, v1, ...), key)``: Spark folds the map once per query, no join and
+  no broadcast job (a broadcast join costs one Spark job per query, which made a 1-row
+  DELETE run two), and a query that does not use a constant (``count()``, ``sum(x)``)
+  prunes its lookup entirely. Measured on 2M rows: 0.04-0.05 s per query with 32, 500 or
+  2000 map entries, i.e. no per-row cost that grows with the files;
+* above it (or if two paths share a CRC), the old broadcast join with a per-file table,
+  keyed by the CRC (or the path string on a collision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, MapType
+
+from txsql.engine.scan_files import ScanFile, ScanHelpers, sql_long, sql_string
+from txsql.engine.schema import ColumnInfo, TableSchema
+from txsql.log.actions import AddFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Files up to which constants are map literals: the SQL text grows ~100 bytes per file and
+# per constant, parsed once per planned scan; beyond it the per-file table is joined.
+# Measured up to 2000 entries (2M rows: 0.04-0.3 s a query whatever the size, loaded machine).
+_LITERAL_FILES = 2048
+
+
+def uses_literals(files: Sequence[ScanFile], long_keys: bool) -> bool:
+    """True when the constants of ``files`` are map lookups rather than a join."""
+    return long_keys and len(files) <= _LITERAL_FILES
+
+
+def attach_constants(
+    spark: SparkSession,
+    df: DataFrame,
+    schema: TableSchema,
+    files: Sequence[ScanFile],
+    long_keys: bool,
+    with_row_ids: bool,
+    h: ScanHelpers,
+) -> DataFrame:
+    """``df`` (with the file key column ``h.key``) plus the partition values and ``_file``.
+
+    The new columns are named ``h.parts[i]`` and ``h.info_file`` (only with row ids).
+    """
+    if not uses_literals(files, long_keys):
+        return _join_constants(spark, df, schema, files, long_keys, with_row_ids, h)
+    crcs = [f.crc for f in files]
+    columns: dict[str, Column] = {}
+    if with_row_ids:
+        columns[h.info_file] = _lookup(crcs, [f.add.path for f in files], None, h.key)
+    for i, column in enumerate(schema.partition_columns):
+        values = [partition_text(f.add, column.physical_name) for f in files]
+        columns[h.parts[i]] = _lookup(crcs, values, column, h.key)
+    return df.withColumns(columns)
+
+
+def _lookup(
+    crcs: list[int], values: list[str | None], column: ColumnInfo | None, key: str
+) -> Column:
+    """``element_at(map literal, key)``, the map's values typed like ``column``."""
+    pairs = ", ".join(
+        f"{sql_long(crc)}, {'CAST(NULL AS STRING)' if v is None else sql_string(v)}"
+        for crc, v in zip(crcs, values)
+    )
+    table = F.expr(f"map({pairs})")
+    if column is not None:
+        # Cast the whole map, a literal Spark folds once per query, not each row's value.
+        table = table.cast(MapType(LongType(), column.logical_type, True))
+    return F.element_at(table, F.col(f"`{key}`"))
+
+
+def _join_constants(
+    spark: SparkSession,
+    df: DataFrame,
+    schema: TableSchema,
+    files: Sequence[ScanFile],
+    long_keys: bool,
+    with_row_ids: bool,
+    h: ScanHelpers,
+) -> DataFrame:
+    """Attach the constants by a broadcast join with a per-file table (many files)."""
+    table: dict[str, pa.Array] = {}
+    if long_keys:
+        table[h.info_key] = pa.array([f.crc for f in files], pa.int64())
+    else:
+        table[h.info_key] = pa.array([f.spark_path for f in files], pa.string())
+    table[h.info_file] = pa.array([f.add.path for f in files], pa.string())
+    for i, column in enumerate(schema.partition_columns):
+        values = [partition_text(f.add, column.physical_name) for f in files]
+        table[h.parts[i]] = pa.array(values, pa.string())
+    info = spark.createDataFrame(pa.table(table))
+    typed = [F.col(h.info_key), F.col(h.info_file)] + [
+        F.col(h.parts[i]).cast(c.logical_type).alias(h.parts[i])
+        for i, c in enumerate(schema.partition_columns)
+    ]
+    info = info.select(typed)
+    if not with_row_ids:
+        info = info.drop(h.info_file)
+    joined = df.join(F.broadcast(info), F.col(h.key) == F.col(h.info_key), "inner")
+    return joined.drop(h.info_key)
+
+
+def partition_text(add: AddFile, physical_name: str) -> str | None:
+    """The log's text of one partition value; None for NULL."""
+    values = add.partition_values
+    if physical_name in values:
+        text = values[physical_name]
+    else:
+        lowered = {k.lower(): v for k, v in values.items()}
+        text = lowered.get(physical_name.lower())
+    # Protocol: an empty string, like a JSON null, is a NULL partition value.
+    return text if text else None

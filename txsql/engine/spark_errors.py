@@ -1,0 +1,145 @@
+"""Spark errors in the user's terms: Spark's own position mapped onto the statement text,
+and PySpark's duplicate error log kept off the console while txsql runs a statement.
+
+Spark reports where an analysis error is (``getQueryContext()``: the offending fragment
+and its offsets) in the SQL *it* was given, which is txsql's rewrite of the statement
+(tables resolved to snapshots, parameters bound). The fragment's text, not its offset, is
+what survives the rewrite, so it is looked up in the statement the user wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+# PySpark logs every SQL error (a JSON record with the whole JVM stack) on these loggers
+# when it builds the exception, before the caller can catch it.
+_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+_QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("txsql_quiet", default=False)
+_installed: set[str] = set()
+# "…SQLSTATE: 42703; line 1 pos 11;" — a position in txsql's rewrite, not in the cell.
+_SPARK_POSITION = re.compile(r";?\s*line \d+ pos \d+;?")
+
+
+class _DropWhileQuiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _QUIET.get()
+
+
+def _install_filters() -> None:
+    if len(_installed) == len(_ERROR_LOGGERS):
+        return
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # older PySpark: no such loggers, nothing to silence
+        _installed.update(_ERROR_LOGGERS)
+        return
+    for name in _ERROR_LOGGERS:
+        if name not in _installed:
+            # PySpark's own factory: a plain logging.Logger under that name would break
+            # PySpark's logger.exception(..., errorClass=...) calls.
+            PySparkLogger.getLogger(name).addFilter(_DropWhileQuiet())
+            _installed.add(name)
+
+
+@contextlib.contextmanager
+def quiet_spark_errors() -> Iterator[None]:
+    """Drop PySpark's log record of a SQL error raised in this block (the error itself is
+    raised and reported by txsql). Per thread and task: other code still logs."""
+    _install_filters()
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+def spark_error_message(error: BaseException) -> str:
+    """Spark's first message line without its position in the rewritten SQL.
+
+    >>> spark_error_message(Exception("[X] bad `a`. SQLSTATE: 42703; line 1 pos 11;\\nplan"))
+    '[X] bad `a`. SQLSTATE: 42703'
+    """
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
+    return _SPARK_POSITION.sub("", first).rstrip()
+
+
+def spark_error_position(error: BaseException, statement: str) -> tuple[int, int] | None:
+    """1-based (line, column) in ``statement`` of the fragment Spark blames, if found."""
+    fragment = _fragment(error)
+    if not fragment:
+        return None
+    offset = find_fragment(statement, fragment)
+    if offset is None:
+        return None
+    line = statement.count("\n", 0, offset) + 1
+    column = offset - (statement.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+def position_in_script(
+    error: BaseException, statement: str, line: int, column: int
+) -> tuple[int, int]:
+    """Where Spark's error is in the script, given where ``statement`` starts in it.
+
+    >>> class E(Exception):
+    ...     def getQueryContext(self):
+    ...         return [type("C", (), {"fragment": lambda self: "nope"})()]
+    >>> position_in_script(E(), "SELECT id,\\n  nope FROM t", 3, 5)
+    (4, 3)
+    >>> position_in_script(ValueError("x"), "SELECT 1", 3, 5)
+    (3, 5)
+    """
+    found = spark_error_position(error, statement)
+    if found is None:
+        return line, column
+    at_line, at_column = found
+    if at_line == 1:
+        return line, column + at_column - 1
+    return line + at_line - 1, at_column
+
+
+def find_fragment(statement: str, fragment: str) -> int | None:
+    """Offset of ``fragment`` in ``statement``: case-insensitive (Spark upper-cases
+    function names), spacing-insensitive, starting on a word boundary.
+
+    >>> find_fragment("select x,\\n  frob( id ) from t", "FROB(id)")
+    12
+    >>> find_fragment("select nope2, nope from t", "nope")
+    14
+    """
+    parts = [re.escape(p) for p in re.split(r"\s+", fragment.strip()) if p]
+    if not parts:
+        return None
+    # Tokens may be joined by any spacing, or none ("FROB(id)" vs "frob( id )").
+    body = r"\s*".join(_loosen(p) for p in parts)
+    match = re.search(r"(?<![\w`])" + body + r"(?![\w`])", statement, re.IGNORECASE)
+    if match is None:
+        match = re.search(body, statement, re.IGNORECASE)
+    return match.start() if match else None
+
+
+def _loosen(part: str) -> str:
+    # allow spaces around punctuation inside one fragment word: "(id)" matches "( id )"
+    return re.sub(r"(\\[(),])", r"\\s*\1\\s*", part)
+
+
+def _fragment(error: BaseException) -> str | None:
+    contexts: Any
+    try:
+        contexts = error.getQueryContext()  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    for context in contexts or ():
+        try:
+            fragment = context.fragment()
+        except Exception:
+            continue
+        if fragment:
+            return str(fragment)
+    return None

@@ -137,8 +137,8 @@ def merged_protocol(current: Protocol, wanted: Protocol) -> Protocol:
 def _check_location(statement: CreateTable, log: DeltaLog) -> None:
     if statement.location is None:
         return
-    wanted = parse_location(statement.location).path
-    if wanted.rstrip("/") != parse_location(log.table_root).path.rstrip("/"):
+    wanted = parse_location(statement.location).root
+    if wanted.rstrip("/") != parse_location(log.table_root).root.rstrip("/"):
         raise SchemaError(
             f"{statement.replace} TABLE {statement.target.display} cannot move the table: "
             f"it lives at {log.table_root}, not {wanted}",

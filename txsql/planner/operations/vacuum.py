@@ -281,6 +281,8 @@ def clone_files(log: DeltaLog, root: str) -> set[str]:
     root); this keeps the source's VACUUM from deleting files a clone still reads.
     """
     keep: set[str] = set()
+    if not is_local_location(root):
+        return keep  # clones are local-only (CLONE refuses object stores)
     now = int(time.time() * 1000)
     seen: set[str] = set()
     pending = [(root, log)]

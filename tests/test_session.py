@@ -10,8 +10,8 @@ import pytest
 
 import txsql
 from txsql.errors import (
+    NotNullViolationError,
     SchemaError,
-    SqlError,
     SqlParseError,
     TableExistsError,
     TableNotFoundError,
@@ -114,7 +114,7 @@ def test_errors_name_the_statement_and_leave_tables_unchanged(s: txsql.Session) 
     assert s.table("e").version() == 0, "a script with a syntax error runs nothing"
     with pytest.raises(SchemaError, match="3 column"):
         s.sql("INSERT INTO e VALUES (1, 'a', 'extra')")
-    with pytest.raises(SqlError, match="NOT NULL"):
+    with pytest.raises(NotNullViolationError, match="NOT NULL"):
         s.sql("INSERT INTO e VALUES (NULL, 'a')")
     with pytest.raises(TableExistsError):
         s.sql("CREATE TABLE e (id INT)")

@@ -10,6 +10,7 @@ from tests.fixture_paths import find_fixtures
 from txsql.errors import UnsupportedFeatureError
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.codec import decode_commit
+from txsql.log.column_rules import column_rules
 from txsql.log.features import (
     READER_FEATURES_SUPPORTED,
     READER_WRITER_FEATURES,
@@ -18,6 +19,8 @@ from txsql.log.features import (
     check_writable,
     protocol_for_new_table,
     reader_features,
+    upgrade_for_metadata,
+    upgrade_note,
     with_features,
     writer_features,
 )
@@ -108,13 +111,12 @@ def test_legacy_writer_versions_depend_on_usage() -> None:
     check_writable(Protocol(1, 4), _meta())
     with pytest.raises(UnsupportedFeatureError, match="changeDataFeed"):
         check_writable(Protocol(1, 4), _meta({"delta.enableChangeDataFeed": "true"}))
-    with pytest.raises(UnsupportedFeatureError, match="checkConstraints"):
-        check_writable(Protocol(1, 3), _meta({"delta.constraints.positive": "id > 0"}))
+    # Constraints and generated columns are enforced by txsql's writes (write_rules).
+    check_writable(Protocol(1, 3), _meta({"delta.constraints.positive": "id > 0"}))
     generated = EMPTY_SCHEMA.replace(
         '"metadata":{}', '"metadata":{"delta.generationExpression":"1"}'
     )
-    with pytest.raises(UnsupportedFeatureError, match="generatedColumns"):
-        check_writable(Protocol(1, 4), _meta(schema=generated))
+    check_writable(Protocol(1, 4), _meta(schema=generated))
 
 
 def test_unknown_writer_features_refused_even_if_unused() -> None:
@@ -125,10 +127,25 @@ def test_unknown_writer_features_refused_even_if_unused() -> None:
         check_writable(protocol, _meta())
 
 
-def test_invariants_in_schema_refused() -> None:
-    schema = EMPTY_SCHEMA.replace('"metadata":{}', '"metadata":{"delta.invariants":"{}"}')
-    with pytest.raises(UnsupportedFeatureError, match="invariant"):
-        check_writable(Protocol(1, 2), _meta(schema=schema))
+def test_invariants_in_schema_are_writable_and_enforced() -> None:
+    invariant = '{\\"expression\\":{\\"expression\\":\\"x > 3\\"}}'
+    schema = EMPTY_SCHEMA.replace(
+        '"metadata":{}', f'"metadata":{{"delta.invariants":"{invariant}"}}'
+    )
+    check_writable(Protocol(1, 2), _meta(schema=schema))
+    rules = column_rules(_meta(schema=schema))
+    assert [(c.expression) for c in rules.checks] == ["x > 3"]
+
+
+def test_metadata_features_upgrade_the_protocol() -> None:
+    constrained = _meta({"delta.constraints.positive": "id > 0"})
+    upgraded = upgrade_for_metadata(Protocol(1, 2), constrained)
+    assert upgraded == Protocol(1, 7, None, ("appendOnly", "checkConstraints", "invariants"))
+    assert upgrade_for_metadata(Protocol(1, 3), constrained) == Protocol(1, 3)
+    assert "checkConstraints" in upgrade_note(Protocol(1, 2), upgraded)
+    dv = Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))
+    grown = upgrade_for_metadata(dv, constrained)
+    assert grown.writer_features == ("checkConstraints", "deletionVectors")
 
 
 def test_supported_sets_are_deliberate() -> None:

@@ -50,6 +50,7 @@ from pyspark.sql.types import (
 
 from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.schema import TableSchema, physical_name, quote, table_schema
+from txsql.engine.write_rules import apply_write_rules, rule_error
 from txsql.errors import DataFileError, DiskFullError, SchemaError, StorageError
 from txsql.log import schema as log_schema
 from txsql.log.actions import AddFile, Metadata
@@ -79,6 +80,9 @@ def write_data_files(
     metadata: Metadata,
     *,
     max_records_per_file: int | None = None,
+    enforce: bool = True,
+    rewrite: bool = False,
+    identity: bool = False,
 ) -> list[AddFile]:
     """Write ``df`` as new data files of the table described by ``metadata``.
 
@@ -90,6 +94,13 @@ def write_data_files(
         metadata: The table's ``metaData``: schema, partition columns and configuration
             (stats settings, column mapping mode).
         max_records_per_file: Optional cap on rows per file (Spark's ``maxRecordsPerFile``).
+        enforce: Apply the table's column rules (:mod:`txsql.engine.write_rules`): fill in
+            omitted generated/default/identity columns, check CHECK constraints, NOT NULL
+            and generated values. False only for copies of committed rows (OPTIMIZE).
+        rewrite: ``df`` holds rows changed by UPDATE/MERGE: generated columns are
+            recomputed from the new values rather than checked.
+        identity: Hand out values for omitted identity columns; the caller must commit
+            the new high-water marks (:func:`write_rules.generated_high_water_marks`).
 
     Returns:
         One ``add`` per file, sorted by path: relative URI-encoded path, size,
@@ -98,6 +109,8 @@ def write_data_files(
 
     Raises:
         SchemaError: If ``df`` lacks a table column or has columns the table lacks.
+        ConstraintViolationError: A row breaks a CHECK constraint, NOT NULL or a generated
+            column's expression (the subclass says which); nothing was written.
         StorageError: If a file could not be moved into the table.
         StorageWriteError: If a moved file could not be made durable (fsync failed).
         DiskFullError: If Spark's write ran out of disk space (the table is unchanged).
@@ -107,6 +120,8 @@ def write_data_files(
     schema_json = json.loads(metadata.schema_string)
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     schema = table_schema(schema_json, metadata.partition_columns, mode)
+    if enforce:
+        df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
     projected = df.select(_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
@@ -124,7 +139,7 @@ def write_data_files(
         try:
             writer.parquet(staging)
         except Exception as exc:
-            typed = _disk_full(exc, staging) or length_error(exc)
+            typed = _disk_full(exc, staging) or length_error(exc) or rule_error(exc)
             if typed is None:
                 raise
             raise typed from exc
@@ -178,7 +193,7 @@ def _write_to_object_store(
     try:
         writer.parquet(spark_uri(target))
     except Exception as exc:
-        typed = length_error(exc)
+        typed = length_error(exc) or rule_error(exc)
         if typed is None:
             raise
         raise typed from exc

@@ -8,12 +8,11 @@ writer when the table actually uses them (e.g. writer version 4 without CDF enab
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
 from txsql.errors import UnsupportedFeatureError
-from txsql.log import properties
+from txsql.log import column_rules, properties
 from txsql.log.actions import Metadata, Protocol
-from txsql.log.schema import ArrayType, MapType, StructField, StructType, parse_schema
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -32,11 +31,13 @@ READER_FEATURES_SUPPORTED = frozenset(
     {"deletionVectors", "columnMapping", "v2Checkpoint", "timestampNtz", "vacuumProtocolCheck"}
 )
 
-# changeDataFeed and invariants are supported only while the table does not use them
-# (see _unsupported_usage): we write no CDC files and enforce no invariants.
+# changeDataFeed is supported only while the table does not use it (see
+# _unsupported_usage): we write no CDC files. Constraints, NOT NULL/invariants, generated,
+# identity and default columns are enforced on every write (txsql.engine.write_rules).
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck"}
+    | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
 )
 
 _LEGACY_WRITER = (
@@ -101,16 +102,6 @@ def check_readable(protocol: Protocol) -> None:
         _refuse("reader features", unsupported, READER_FEATURES_SUPPORTED)
 
 
-def _fields(struct: StructType) -> Iterator[StructField]:
-    for f in struct.fields:
-        yield f
-        t = f.type
-        while isinstance(t, (ArrayType, MapType)):
-            t = t.element_type if isinstance(t, ArrayType) else t.value_type
-        if isinstance(t, StructType):
-            yield from _fields(t)
-
-
 def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
     """Features the table *uses* that txsql cannot maintain on write, with the reason."""
     conf: Mapping[str, str] = metadata.configuration
@@ -119,15 +110,6 @@ def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
         used["changeDataFeed"] = "delta.enableChangeDataFeed is true and txsql writes no CDC files"
     if properties.column_mapping_mode(conf) != "none":
         used["columnMapping"] = "txsql does not write physical column names yet"
-    if any(k.startswith("delta.constraints.") for k in conf):
-        used["checkConstraints"] = "txsql does not enforce CHECK constraints"
-    for f in _fields(parse_schema(metadata.schema_string)):
-        if "delta.invariants" in f.metadata:
-            used["invariants"] = f"column {f.name!r} has an invariant txsql does not enforce"
-        if "delta.generationExpression" in f.metadata:
-            used["generatedColumns"] = f"column {f.name!r} is a generated column"
-        if any(k.startswith("delta.identity.") for k in f.metadata):
-            used["identityColumns"] = f"column {f.name!r} is an identity column"
     return used
 
 
@@ -220,3 +202,34 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
     if properties.append_only(configuration):
         upgraded = with_features(upgraded, writer=["appendOnly"])
     return upgraded
+
+
+def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
+    """``protocol`` plus the writer features ``metadata`` activates (CHECK constraints, NOT
+    NULL, generated, identity and default columns); unchanged when it already has them.
+
+    Delta adds these features automatically when a metadata change needs them, except
+    ``allowColumnDefaults``, which must be asked for (the caller checks that first).
+
+    >>> import json
+    >>> m = Metadata("id", json.dumps({"type": "struct", "fields": []}),
+    ...              configuration={"delta.constraints.c": "true"})
+    >>> upgrade_for_metadata(Protocol(1, 2), m).writer_features
+    ('appendOnly', 'checkConstraints', 'invariants')
+    >>> upgrade_for_metadata(Protocol(1, 3), m)
+    Protocol(min_reader_version=1, min_writer_version=3, reader_features=None, writer_features=None, extra=None)
+    """  # noqa: E501
+    used = column_rules.features_used(metadata) - {"allowColumnDefaults"}
+    return with_features(protocol, writer=sorted(used))
+
+
+def upgrade_note(old: Protocol, new: Protocol) -> str:
+    """A sentence naming the features an upgrade added ('' when nothing changed).
+
+    >>> upgrade_note(Protocol(1, 2), Protocol(1, 7, None, ("appendOnly", "checkConstraints")))
+    'protocol upgraded to writer version 7 with checkConstraints'
+    """
+    added = sorted(writer_features(new) - writer_features(old))
+    if new == old or not added:
+        return ""
+    return f"protocol upgraded to writer version {new.min_writer_version} with {', '.join(added)}"

@@ -18,6 +18,11 @@ from txsql.planner.operations.alter import (
     run_unset_properties,
 )
 from txsql.planner.operations.clone import run_clone
+from txsql.planner.operations.constraints import (
+    run_add_constraint,
+    run_alter_column,
+    run_drop_constraint,
+)
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
@@ -34,6 +39,9 @@ from txsql.planner.operations.views import run_create_view, run_spark_statement
 from txsql.planner.operations.writes import run_insert
 from txsql.planner.sql.statements import (
     AlterAddColumns,
+    AlterAddConstraint,
+    AlterColumn,
+    AlterDropConstraint,
     AlterSetProperties,
     AlterUnsetProperties,
     CloneTable,
@@ -85,6 +93,9 @@ STATEMENTS: dict[type, Entry] = {
     AlterSetProperties: Entry(run_set_properties),
     AlterUnsetProperties: Entry(run_unset_properties),
     AlterAddColumns: Entry(run_add_columns),
+    AlterAddConstraint: Entry(run_add_constraint),
+    AlterDropConstraint: Entry(run_drop_constraint),
+    AlterColumn: Entry(run_alter_column),
     DescribeHistory: Entry(run_describe_history),
     DescribeDetail: Entry(run_describe_detail),
     RestoreTable: Entry(run_restore),

@@ -17,7 +17,7 @@ from txsql.errors import (
     TableCreatedConcurrentlyError,
     UnsupportedFeatureError,
 )
-from txsql.log import features
+from txsql.log import column_rules, features
 from txsql.log.actions import Action, DomainMetadata, Metadata, Protocol, SetTransaction
 from txsql.txn.explain import Reporter
 from txsql.txn.winner import WinningCommit
@@ -133,7 +133,11 @@ def check_metadata(
 
 def _disallowed_change(old: Metadata, new: Metadata) -> str | None:
     """Why ``old`` -> ``new`` is not an allow-listed change, or None if it is."""
-    same_shape = replace(new, configuration=old.configuration) == old
+    # Moving an identity high-water mark (an INSERT handing out ids) is allow-listed too.
+    marks = column_rules.without_high_water_marks
+    same_shape = replace(
+        new, configuration=old.configuration, schema_string=marks(new.schema_string)
+    ) == replace(old, schema_string=marks(old.schema_string))
     if not same_shape:
         return "schema, partitioning, name or description changed"
     removed = sorted(set(old.configuration) - set(new.configuration))

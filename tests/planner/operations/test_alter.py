@@ -13,7 +13,6 @@ from txsql.errors import (
     InvalidTablePropertyError,
     SchemaError,
     TransactionError,
-    UnsupportedFeatureError,
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.guards import AppendOnlyTableError
@@ -197,10 +196,12 @@ def test_create_with_protocol_versions(session: txsql.Session) -> None:
     snapshot = log_of(session, "p").snapshot()
     assert (snapshot.protocol.min_reader_version, snapshot.protocol.min_writer_version) == (1, 4)
     assert "delta.minWriterVersion" not in snapshot.configuration
-    # Writer 7 would list checkConstraints etc. as binding features txsql cannot write.
-    with pytest.raises(UnsupportedFeatureError, match="checkConstraints"):
-        session.sql("ALTER TABLE p SET TBLPROPERTIES ('delta.minWriterVersion' = '7')")
-    assert log_of(session, "p").latest_version() == 0
+    # Writer 7 lists what writer 4 implied (checkConstraints, generatedColumns...): all
+    # features txsql writes now (engine/write_rules.py enforces them).
+    session.sql("ALTER TABLE p SET TBLPROPERTIES ('delta.minWriterVersion' = '7')")
+    upgraded = log_of(session, "p").snapshot().protocol
+    assert upgraded.min_writer_version == 7
+    assert {"checkConstraints", "generatedColumns"} <= set(upgraded.writer_features or ())
     # Lower than what the table's features need: the features decide (no downgrade).
     session.sql("CREATE TABLE q (id INT) TBLPROPERTIES ('delta.minReaderVersion' = '1')")
     protocol = log_of(session, "q").snapshot().protocol

@@ -15,7 +15,7 @@ from tests.planner.dml_helpers import (
     files,
     table_rows,
 )
-from txsql.errors import SchemaError, SqlError, TxSqlError
+from txsql.errors import NotNullViolationError, SchemaError, SqlError, TxSqlError
 
 pytestmark = pytest.mark.spark
 
@@ -91,7 +91,7 @@ def test_assignments_cast_and_bad_updates_change_nothing(s: txsql.Session) -> No
     before_rows = table_rows(s, "t", COLUMNS)
     with pytest.raises(SchemaError, match="no column named nope"):
         s.sql("UPDATE t SET nope = 1")
-    with pytest.raises(SqlError, match="NOT NULL"):
+    with pytest.raises(NotNullViolationError, match="NOT NULL"):
         s.sql("UPDATE t SET id = NULL WHERE id = 2")
     with pytest.raises(TxSqlError):
         s.sql("UPDATE t SET n = 'not a number' WHERE id = 3")

@@ -1,11 +1,16 @@
-"""Fit query output to a table schema: column matching, casts and NOT NULL checks."""
+"""Fit query output to a table schema: column matching and casts.
+
+NOT NULL, CHECK constraints and generated-column checks run in the write itself
+(:mod:`txsql.engine.write_rules`), so every statement that writes rows gets them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import SchemaError
+from txsql.errors import IdentityColumnError, SchemaError
+from txsql.log.column_rules import DEFAULT_KEY, GENERATION_KEY, identity_of
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -16,12 +21,20 @@ def conform_to_schema(
     schema_json: dict[str, Any],
     columns: Sequence[str] | None,
     table: str,
+    *,
+    inserting: bool = False,
 ) -> DataFrame:
     """Return ``df`` with exactly the table's columns, in order, cast to their types.
 
     Without a column list the query's columns match the table's by position (like Spark's
-    INSERT); with one, they match the listed columns and unlisted columns become NULL.
-    NOT NULL columns fail the write (so nothing commits) when a NULL arrives.
+    INSERT); with one, they match the listed columns and unlisted columns become NULL,
+    except columns the table computes (generated, identity, with a default): those are
+    left out so the write fills them in.
+
+    Raises:
+        SchemaError: unknown columns, or a column count that does not match.
+        IdentityColumnError: ``inserting`` new rows with a value for a GENERATED ALWAYS
+            identity column (UPDATE and MERGE rewrite rows that already have theirs).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -56,15 +69,44 @@ def conform_to_schema(
                 hint="List one column per value.",
             )
         mapping = {lowered[c.lower()]: s for c, s in zip(columns, source)}
+    computed = computed_columns(schema_json)
     projected: list[Column] = []
     for field in schema.fields:
         source_name = mapping.get(field.name)
+        if source_name is None and field.name.lower() in computed:
+            continue  # generated / identity / default: the write computes it
+        if inserting and source_name is not None and computed.get(field.name.lower()) == "always":
+            raise IdentityColumnError(
+                f"cannot write {table}.{field.name}: it is a GENERATED ALWAYS identity column"
+                + (
+                    ""
+                    if columns is not None
+                    else " (INSERT without a column list gives it a value)"
+                )
+            )
         if source_name is None:
             value = F.lit(None).cast(field.dataType)
         else:
             value = F.col(f"`{source_name}`").cast(field.dataType)
-        if not field.nullable:
-            message = f"NOT NULL constraint violated: column {field.name} of {table} got NULL"
-            value = F.when(value.isNull(), F.raise_error(F.lit(message))).otherwise(value)
         projected.append(value.alias(field.name))
     return df.select(*projected)
+
+
+def computed_columns(schema_json: dict[str, Any]) -> dict[str, str]:
+    """Lower-cased columns the writer computes when omitted -> ``generated``, ``default``,
+    ``identity`` or ``always`` (GENERATED ALWAYS identity: explicit values refused).
+
+    >>> computed_columns({"fields": [{"name": "A", "metadata": {"CURRENT_DEFAULT": "1"}}]})
+    {'a': 'default'}
+    """
+    found: dict[str, str] = {}
+    for field in schema_json.get("fields", []):
+        meta = field.get("metadata") or {}
+        spec = identity_of(field["name"], meta)
+        if spec is not None:
+            found[field["name"].lower()] = "identity" if spec.allow_explicit else "always"
+        elif GENERATION_KEY in meta:
+            found[field["name"].lower()] = "generated"
+        elif DEFAULT_KEY in meta:
+            found[field["name"].lower()] = "default"
+    return found

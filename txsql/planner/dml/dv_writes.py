@@ -267,7 +267,10 @@ def _copy_on_write(
         scan[quote(row_column)] == deleted[quote(del_row)]
     )
     kept = scan.join(deleted, condition, "left_anti").drop(file_column, row_column)
-    adds = count_job(lambda: write_data_files(spark, kept, snapshot.table_root, snapshot.metadata))
+    # Copies of committed rows: the column rules held when they were written.
+    adds = count_job(
+        lambda: write_data_files(spark, kept, snapshot.table_root, snapshot.metadata, enforce=False)
+    )
     outcome.written_paths += [resolve_path(snapshot.table_root, a.path) for a in adds]
     for add in files:
         _count_removed(outcome, add)

@@ -104,6 +104,14 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
                 f"column {column.name} already exists in {statement.target.display}",
                 hint="Pick a new name; ADD COLUMNS only adds columns.",
             )
+        if column.generated is not None or column.identity is not None or column.default:
+            # Old rows would hold NULL, not the computed value (Delta refuses these too).
+            raise SchemaError(
+                f"cannot add column {column.name} with a GENERATED, IDENTITY or DEFAULT "
+                "clause to an existing table",
+                hint="Add it as a plain column; for a default, then run ALTER TABLE t ALTER "
+                f"COLUMN {column.name} SET DEFAULT expr.",
+            )
         if not column.nullable:
             # Old files hold no value for the column: it must be nullable (Delta's rule).
             raise SchemaError(

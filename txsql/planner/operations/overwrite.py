@@ -98,7 +98,9 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
     inserted = total_records(adds)
     copies: list[AddFile] = []
     if kept is not None:
-        copies = write_data_files(ctx.spark, kept, snapshot.table_root, snapshot.metadata)
+        copies = write_data_files(
+            ctx.spark, kept, snapshot.table_root, snapshot.metadata, enforce=False
+        )
     if dynamic:
         removed = _dynamic_removes(txn, snapshot, adds)
     txn.stage([f.to_remove(data_change=True) for f in removed])
@@ -163,7 +165,11 @@ def _conformed(
 
     if not static:
         return conform_to_schema(
-            source, snapshot.schema_json, statement.columns, statement.target.display
+            source,
+            snapshot.schema_json,
+            statement.columns,
+            statement.target.display,
+            inserting=True,
         )
     names = [f["name"] for f in snapshot.schema_json["fields"]]
     fixed = {c.lower() for c in static}
@@ -188,7 +194,8 @@ def _conformed(
     renamed = [F.col(f"`{s}`").alias(w) for s, w in zip(source.columns, wanted)]
     constants = [F.expr(value.sql(SPARK)).alias(column) for column, value in static.items()]
     df = source.select(*renamed, *constants)
-    return conform_to_schema(df, snapshot.schema_json, [*wanted, *static], statement.target.display)
+    table = statement.target.display
+    return conform_to_schema(df, snapshot.schema_json, [*wanted, *static], table, inserting=True)
 
 
 def _require_condition(df: DataFrame, condition: str) -> DataFrame:

@@ -26,6 +26,7 @@ from txsql.log.actions import Action, AddFile, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.log.features import with_features
 from txsql.planner.context import RunContext
+from txsql.planner.dml.column_defs import check_column_rules
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.writes import (
     check_partition_columns,
@@ -91,6 +92,10 @@ def replace_table(ctx: RunContext, statement: CreateTable, text: str, log: Delta
     else:
         schema_json = schema_from_columns(ctx, statement)
     check_partition_columns(statement, schema_json)
+    if statement.columns:
+        check_column_rules(
+            ctx.spark, statement.columns, schema_json["fields"], statement.partition_columns
+        )
     protocol, metadata = table_definition(statement, schema_json, current.metadata.id)
     protocol = merged_protocol(current.protocol, protocol)
     actions: list[Action] = []

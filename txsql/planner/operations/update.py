@@ -23,6 +23,7 @@ from txsql.engine.schema import quote
 from txsql.errors import SchemaError, TxSqlError
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.column_defs import refuse_identity_updates
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.dml.jobs import count_job, counting_jobs
@@ -42,6 +43,9 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     started = time.perf_counter()
     target = open_target(ctx, statement.target, statement.alias, statement.where, "UPDATE")
     assignments = _resolve_assignments(target, statement)
+    refuse_identity_updates(
+        [c for c, _ in assignments], target.snapshot.schema_json, target.display
+    )
     outcome = DeletionOutcome()
     adds: list[AddFile] = []
     written: list[str] = []
@@ -84,7 +88,11 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 with counting_jobs() as write_jobs:
                     adds = count_job(
                         lambda: write_data_files(
-                            ctx.spark, new_rows, snapshot.table_root, snapshot.metadata
+                            ctx.spark,
+                            new_rows,
+                            snapshot.table_root,
+                            snapshot.metadata,
+                            rewrite=True,
                         )
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]

@@ -9,12 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 from txsql.engine.charvarchar import length_metadata
 from txsql.engine.write import write_data_files
+from txsql.engine.write_rules import generated_high_water_marks
 from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata, Protocol
+from txsql.log.column_rules import column_rules, with_high_water_marks
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.context import RunContext
+from txsql.planner.dml.column_defs import (
+    check_column_rules,
+    has_default_keyword,
+    replace_default_keyword,
+    require_defaults_feature,
+    rule_metadata,
+)
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
@@ -26,6 +35,8 @@ from txsql.txn.transaction import CommitResult, Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from txsql.log.snapshot import Snapshot
 
 
 def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Result:
@@ -68,6 +79,10 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         else:
             schema_json = schema_from_columns(ctx, statement)
         check_partition_columns(statement, schema_json)
+        if statement.columns:
+            check_column_rules(
+                ctx.spark, statement.columns, schema_json["fields"], statement.partition_columns
+            )
         protocol, metadata = table_definition(statement, schema_json, str(uuid.uuid4()))
         actions: list[Action] = [protocol, metadata]
         claimed = False
@@ -132,7 +147,12 @@ def table_definition(
         created_time=int(time.time() * 1000),
     )
     protocol = features.protocol_for_new_table(configuration)
-    return apply_protocol_versions(protocol, requested, metadata, new_table=True), metadata
+    protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
+    # CHECK/NOT NULL/generated/identity columns list their writer features.
+    protocol = features.upgrade_for_metadata(protocol, metadata)
+    if any(c.default is not None for c in statement.columns):
+        require_defaults_feature(protocol, statement.target.display)
+    return protocol, metadata
 
 
 def create_operation(statement: CreateTable) -> str:
@@ -172,16 +192,17 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     txn = ctx.transaction(log)
     snapshot = txn.current_snapshot()
     assert snapshot is not None
+    statement = _with_defaults(statement, snapshot.schema_json)
     source, _ = query_dataframe(ctx, _as_query(statement), txn)
     df = conform_to_schema(
-        source, snapshot.schema_json, statement.columns, statement.target.display
+        source, snapshot.schema_json, statement.columns, statement.target.display, inserting=True
     )
     if _is_values(statement):
         # A VALUES list is a handful of rows on the driver, which Spark spreads over one task
         # per core: a tiny file each. One task writes one file and is measurably faster.
         df = df.coalesce(1)
-    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
-    txn.stage(adds)
+    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata, identity=True)
+    txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
     return commit_write_result(text, statement.target.display, committed, adds, txn.read_version)
@@ -196,12 +217,48 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     txn = ctx.transaction(log)
     snapshot = txn.current_snapshot()
     assert snapshot is not None
-    conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table)
-    adds = write_data_files(ctx.spark, conformed, snapshot.table_root, snapshot.metadata)
-    txn.stage(adds)
+    conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
+    root, metadata = snapshot.table_root, snapshot.metadata
+    adds = write_data_files(ctx.spark, conformed, root, metadata, identity=True)
+    txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
     return commit_write_result(f"append to {table}", table, committed, adds, txn.read_version)
+
+
+def _with_defaults(statement: InsertInto, schema_json: dict[str, Any]) -> InsertInto:
+    """``VALUES (..., DEFAULT)``: the keyword replaced by the column's default."""
+    from dataclasses import replace
+
+    from sqlglot import exp
+
+    query = statement.query
+    if not (isinstance(query, exp.Values) and has_default_keyword(query)):
+        return statement
+    columns = statement.columns or tuple(f["name"] for f in schema_json["fields"])
+    values = replace_default_keyword(query, columns, schema_json, statement.target.display)
+    return replace(statement, query=values)
+
+
+def _identity_marks(snapshot: Snapshot, adds: list[AddFile], written: list[str]) -> list[Action]:
+    """The metadata moving the high-water mark of identity columns this write filled in.
+
+    Committed with the data: two writers handing out identity values then both change the
+    metadata, so the checker fails the second (MetadataChangedError) instead of letting
+    duplicate values in.
+    """
+    given = {c.lower() for c in written}
+    generated = [
+        spec.column
+        for spec in column_rules(snapshot.metadata).identity
+        if spec.column.lower() not in given
+    ]
+    if not generated or not adds:
+        return []
+    marks = generated_high_water_marks(snapshot.table_root, adds, snapshot.metadata, generated)
+    if not marks:
+        return []
+    return [with_high_water_marks(snapshot.metadata, marks)]
 
 
 def _is_values(statement: InsertInto) -> bool:
@@ -235,6 +292,9 @@ def schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, An
         lengths = length_metadata(column.name, column.type_sql)
         if lengths:  # VARCHAR(n): a string column whose length every write checks
             field["metadata"] = {**field.get("metadata", {}), **lengths}
+        ruled = rule_metadata(column)
+        if ruled:  # GENERATED / IDENTITY / DEFAULT: computed and checked by every write
+            field["metadata"] = {**field.get("metadata", {}), **ruled}
     return {"type": "struct", "fields": fields}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
+from txsql.planner.sql.constraints import build_constraint_action
 from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
 from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
 from txsql.planner.sql.statements import (
@@ -149,7 +150,7 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
         return AlterAddColumns(ref, tuple(column_spec(c) for c in defs))
     if isinstance(action, exp.ColumnDef):
         return AlterAddColumns(ref, (column_spec(action),))
-    return None
+    return build_constraint_action(ref, action)
 
 
 def _properties(node: exp.Expr) -> list[tuple[str, str]]:

@@ -6,9 +6,12 @@ INSERT, MERGE and the commands, so they are read here once.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
+from txsql.planner.sql.column_clauses import column_clause
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.statements import ColumnSpec, TableRef
 
@@ -47,11 +50,8 @@ def no_time_travel(ref: TableRef, statement: str) -> TableRef:
 
 
 # Column clauses txsql does not apply: accepting them would store a table that silently
-# lacks the generated values, defaults or checks the user asked for.
+# lacks the checks the user asked for.
 UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
-    (exp.ComputedColumnConstraint, "GENERATED ALWAYS AS (expr)"),
-    (exp.GeneratedAsIdentityColumnConstraint, "GENERATED ... AS IDENTITY"),
-    (exp.DefaultColumnConstraint, "DEFAULT"),
     (exp.CheckColumnConstraint, "CHECK"),
     (exp.PrimaryKeyColumnConstraint, "PRIMARY KEY"),
     (exp.UniqueColumnConstraint, "UNIQUE"),
@@ -61,26 +61,29 @@ UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
 def column_spec(column: exp.ColumnDef) -> ColumnSpec:
     """The spec of one column definition (CREATE TABLE and ALTER TABLE ADD COLUMNS).
 
-    Only NOT NULL and COMMENT are applied; every other clause is refused by name.
+    NOT NULL, COMMENT, GENERATED ALWAYS AS (expr), GENERATED ... AS IDENTITY and DEFAULT
+    are applied; every other clause is refused by name.
     """
-    nullable = True
-    comment = None
+    kind = column.args.get("kind")
+    if kind is None:
+        raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
+    spec = ColumnSpec(column.name, kind.sql(SPARK))
     for constraint in column.constraints:
         if isinstance(constraint.kind, exp.NotNullColumnConstraint):
-            nullable = bool(constraint.kind.args.get("allow_null"))
+            spec = replace(spec, nullable=bool(constraint.kind.args.get("allow_null")))
         elif isinstance(constraint.kind, exp.CommentColumnConstraint):
-            comment = constraint.kind.name
+            spec = replace(spec, comment=constraint.kind.name)
+        elif (ruled := column_clause(spec, constraint.kind)) is not None:
+            spec = ruled
         else:
             raise UnsupportedStatementError(
                 f"column {column.name}: {clause_name(constraint)} is not supported "
                 "(txsql would not apply it)",
-                hint="Remove the clause and compute the value in the INSERT/UPDATE that "
-                "writes the column; NOT NULL and COMMENT are supported.",
+                hint="Remove the clause; NOT NULL, COMMENT, GENERATED, IDENTITY and DEFAULT "
+                "are supported, and table-wide rules are added with ALTER TABLE t ADD "
+                "CONSTRAINT c CHECK (expr).",
             )
-    kind = column.args.get("kind")
-    if kind is None:
-        raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
-    return ColumnSpec(column.name, kind.sql(SPARK), nullable, comment)
+    return spec
 
 
 def clause_name(constraint: exp.Expr) -> str:

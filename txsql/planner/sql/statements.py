@@ -22,11 +22,23 @@ class TableRef:
 
 
 @dataclass(frozen=True, slots=True)
+class IdentitySpec:
+    """``GENERATED ALWAYS|BY DEFAULT AS IDENTITY (START WITH start INCREMENT BY step)``."""
+
+    start: int = 1
+    step: int = 1
+    always: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnSpec:
     name: str
     type_sql: str
     nullable: bool = True
     comment: str | None = None
+    generated: str | None = None  # GENERATED ALWAYS AS (expr): Spark SQL text
+    default: str | None = None  # DEFAULT expr: Spark SQL text
+    identity: IdentitySpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +252,44 @@ class VacuumTable:
     dry_run: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class AlterAddConstraint:
+    """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)``; ``expression`` is Spark SQL."""
+
+    target: TableRef
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterDropConstraint:
+    """``ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name``."""
+
+    target: TableRef
+    name: str
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumn:
+    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT``.
+
+    Exactly one change: ``nullable`` (False: SET NOT NULL), ``default`` (Spark SQL text),
+    or ``drop_default``.
+    """
+
+    target: TableRef
+    column: str
+    nullable: bool | None = None
+    default: str | None = None
+    drop_default: bool = False
+
+
 CommandStatement = (
     InsertOverwrite
+    | AlterAddConstraint
+    | AlterDropConstraint
+    | AlterColumn
     | AlterSetProperties
     | AlterUnsetProperties
     | AlterAddColumns
@@ -287,6 +335,9 @@ STATEMENT_NAMES: dict[type, str] = {
     AlterSetProperties: "ALTER TABLE SET TBLPROPERTIES",
     AlterUnsetProperties: "ALTER TABLE UNSET TBLPROPERTIES",
     AlterAddColumns: "ALTER TABLE ADD COLUMNS",
+    AlterAddConstraint: "ALTER TABLE ADD CONSTRAINT",
+    AlterDropConstraint: "ALTER TABLE DROP CONSTRAINT",
+    AlterColumn: "ALTER TABLE ALTER COLUMN SET/DROP NOT NULL|DEFAULT",
     DescribeHistory: "DESCRIBE HISTORY",
     DescribeDetail: "DESCRIBE DETAIL",
     RestoreTable: "RESTORE",

@@ -13,7 +13,7 @@ import pytest
 
 import txsql
 from tests.planner.operations.merge.test_merge import _duckdb_merge, _readers, _txsql_rows
-from txsql.errors import MergeCardinalityError, SchemaError, SqlError
+from txsql.errors import MergeCardinalityError, NotNullViolationError, SchemaError
 from txsql.planner.operations.merge import run as merge_module
 
 pytestmark = pytest.mark.spark
@@ -106,7 +106,7 @@ def test_failed_merge_leaves_the_table_unchanged(s: txsql.Session, spark: Any) -
     spark.createDataFrame([(1, "A"), (7, "G")], "id INT, v STRING").createOrReplaceTempView("src7")
     root = Path(s.table("nn").location)
     files = set(root.rglob("*.parquet"))
-    with pytest.raises(SqlError, match="NOT NULL"):
+    with pytest.raises(NotNullViolationError, match="NOT NULL"):
         s.sql(
             "MERGE INTO nn USING src7 ON nn.id = src7.id "
             "WHEN MATCHED THEN UPDATE SET v = src7.v "

@@ -44,6 +44,7 @@ from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.column_defs import merge_with_defaults
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.dml.jobs import count_job, counting_jobs
@@ -93,7 +94,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     assert snapshot is not None  # existing_log guarantees a committed version
     source, _ = query_dataframe(ctx, statement.source, txn)
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
-    plan = plan_merge(statement, columns, source.columns)
+    plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
@@ -203,7 +204,9 @@ def _write_new_rows(
         mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table
     )
     return count_job(
-        lambda: write_data_files(ctx.spark, fitted, snapshot.table_root, snapshot.metadata)
+        lambda: write_data_files(
+            ctx.spark, fitted, snapshot.table_root, snapshot.metadata, rewrite=True
+        )
     )
 
 

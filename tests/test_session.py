@@ -123,7 +123,7 @@ def test_errors_name_the_statement_and_leave_tables_unchanged(s: txsql.Session) 
         s.sql("SELECT 1;\n  INSERT INTO nope VALUES (1)")
     assert (missing.value.line, missing.value.column) == (2, 3)
     with pytest.raises(UnsupportedStatementError):
-        s.sql("DROP TABLE e")
+        s.sql("DROP VIEW e")
     with pytest.raises(VersionNotFoundError):
         s.sql("SELECT * FROM e VERSION AS OF 7")
     assert s.table("e").version() == 0

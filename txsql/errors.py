@@ -136,13 +136,19 @@ class SparkStartError(TxSqlError):
 
 
 class ExecutorSetupError(TxSqlError):
-    """Spark's executors cannot import txsql (they run its DV and storage code)."""
+    """The Python processes Spark starts on the executors cannot import txsql (or a module
+    txsql needs there): txsql is installed where the driver runs but not on the cluster."""
 
     default_hint = (
-        "Install txsql on every node of the cluster (pip install txsql, in the Python that "
-        "PYSPARK_PYTHON names), or ship it with the job: build a wheel or zip of the txsql "
-        "package and set spark.submit.pyFiles (or call spark.addArtifacts(..., pyfile=True) "
-        "on Spark Connect) before the first statement."
+        "Make txsql importable on every executor: pip install txsql into the Python the "
+        "cluster runs (PYSPARK_PYTHON / spark.pyspark.python on each node), or ship it with "
+        "the job: zip the txsql package (the directory holding txsql/__init__.py, e.g. "
+        "zip -r txsql.zip txsql in its parent directory) and start the SparkSession with "
+        ".config('spark.submit.pyFiles', '/path/to/txsql.zip') "
+        "(spark-submit --py-files; on a running classic session "
+        "spark.sparkContext.addPyFile('/path/to/txsql.zip'); on Spark Connect "
+        "spark.addArtifacts('/path/to/txsql.zip', pyfile=True)). A zip holds only txsql: "
+        "the executors also need pyarrow, numpy and pyroaring installed."
     )
 
 
@@ -156,6 +162,24 @@ class TableExistsError(TxSqlError):
     """CREATE TABLE on a location that already holds a Delta table."""
 
     default_hint = "Use CREATE TABLE IF NOT EXISTS, or pick another name or LOCATION."
+
+
+class SchemaNotFoundError(TxSqlError):
+    """A schema (database) name that the warehouse's catalog does not know."""
+
+    default_hint = "Check the name with SHOW SCHEMAS, or create it with CREATE SCHEMA."
+
+
+class SchemaExistsError(TxSqlError):
+    """CREATE SCHEMA of a name that already exists."""
+
+    default_hint = "Use CREATE SCHEMA IF NOT EXISTS, or pick another name."
+
+
+class SchemaNotEmptyError(TxSqlError):
+    """DROP SCHEMA (RESTRICT) of a schema that still holds tables."""
+
+    default_hint = "Drop its tables first, or use DROP SCHEMA ... CASCADE to drop them too."
 
 
 class CorruptLogError(TxSqlError):
@@ -577,6 +601,9 @@ __all__ = [
     "RestoreError",
     "RetentionTooShortError",
     "SchemaError",
+    "SchemaExistsError",
+    "SchemaNotEmptyError",
+    "SchemaNotFoundError",
     "SparkStartError",
     "SqlError",
     "SqlParseError",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from txsql import errors
-from txsql.errors import DataFileError, ExpressionTooDeepError, TxSqlError
+from txsql.errors import DataFileError, ExecutorSetupError, ExpressionTooDeepError, TxSqlError
 
 # The last line of a worker's Python traceback: "txsql.errors.CorruptDeletionVectorError: msg".
 # The rendered message may continue with "How to fix: hint" on the next line.
@@ -26,6 +26,11 @@ _READ_FAILED = re.compile(
 _PATH_NOT_FOUND = re.compile(r"PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?\s")
 _FILE_NOT_FOUND = re.compile(r"java\.io\.FileNotFoundException: (?:File )?(\S+)")
 _CAUSE = re.compile(r"Caused by: [\w.$]+: ([^\n]+)")
+# A worker's Python could not import a module: "ModuleNotFoundError: No module named 'x.y'".
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
+# What txsql's executor-side code imports: missing on an executor, txsql cannot run there.
+# (A user's own UDF missing some other module is the user's error, reported as is.)
+_EXECUTOR_PACKAGES = frozenset({"txsql", "numpy", "pyarrow", "pyroaring"})
 # Spark without the Hadoop connector of a store (hadoop-aws for s3a, gcs-connector...).
 _MISSING_FILE_SYSTEM = re.compile(
     r'No FileSystem for scheme[: ]+"?(\w+)"?|ClassNotFoundException: '
@@ -44,8 +49,9 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
 
     Recognised: a txsql error raised on an executor (re-raised as the same class with its
     message and hint), a data file Spark could not read or find (:class:`DataFileError`
-    naming the file and the reader's reason), and Python's recursion limit
-    (:class:`ExpressionTooDeepError`).
+    naming the file and the reader's reason), Python's recursion limit
+    (:class:`ExpressionTooDeepError`), and an executor whose Python cannot import txsql
+    or a package it needs (:class:`ExecutorSetupError`).
     """
     if isinstance(error, TxSqlError):
         return error
@@ -54,8 +60,6 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
             "expression nested too deeply to plan (Python's recursion limit was reached)"
         )
     text = str(error)
-    if "No module named 'txsql'" in text:
-        return errors.ExecutorSetupError("Spark's executors cannot import txsql")
     missing_fs = _MISSING_FILE_SYSTEM.search(text)
     if missing_fs is not None:
         scheme = missing_fs.group(1) or missing_fs.group(2) or "s3a"
@@ -67,7 +71,30 @@ def typed_engine_error(error: BaseException) -> TxSqlError | None:
     worker = _worker_error(text)
     if worker is not None:
         return worker
+    if not isinstance(error, ImportError):  # the driver's own import errors are not executors'
+        missing = _missing_executor_module(text)
+        if missing is not None:
+            return missing
     return _data_file_error(text)
+
+
+def _missing_executor_module(text: str) -> ExecutorSetupError | None:
+    found = _MISSING_MODULE.search(text)
+    if found is None:
+        return None
+    module = found["module"]
+    package = module.split(".")[0]
+    if package not in _EXECUTOR_PACKAGES:
+        return None
+    if package == "txsql":
+        return ExecutorSetupError(
+            f"the Spark executors cannot import txsql (their Python has no module named "
+            f"{module!r}): txsql runs on the driver but is not installed on the cluster"
+        )
+    return ExecutorSetupError(
+        f"the Spark executors' Python has no module named {module!r}, which txsql needs "
+        f"there (install txsql's dependencies on every node: pip install txsql)"
+    )
 
 
 def _worker_error(text: str) -> TxSqlError | None:

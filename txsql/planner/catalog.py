@@ -5,65 +5,144 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from txsql.engine.write import STAGING_DIR
 from txsql.errors import (
-    NonEmptyLocationError,
     SqlError,
     TableExistsError,
     TableNotFoundError,
-    VersionNotFoundError,
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
+from txsql.planner.locations import (
+    check_location_empty,
+    claim_location,
+    release_location,
+    sql_string,
+    timestamp_ms,
+)
+from txsql.planner.schema_catalog import (
+    DEFAULT_SCHEMA,
+    IDENTIFIER,
+    SchemaCatalog,
+    SchemaInfo,
+    check_identifier,
+)
 from txsql.planner.sql.statements import TableRef
 from txsql.storage.factory import file_io_for
+from txsql.storage.filesystem import FileIO
 from txsql.storage.paths import join, parse_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "Catalog",
+    "QualifiedName",
+    "SchemaCatalog",
+    "SchemaInfo",
+    "check_identifier",
+    "check_location_empty",
+    "claim_location",
+    "release_location",
+    "sql_string",
+    "timestamp_ms",
+]
+
 REGISTRY = "_txsql_catalog.json"  # the old single-file registry: read, never written
 REGISTRY_DIR = "_txsql_catalog"  # one <name>.json per registered name, put-if-absent
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class QualifiedName:
+    """A table name resolved against the catalog: its schema and its table name."""
+
+    schema: str
+    table: str
+
+    @property
+    def key(self) -> str:
+        """The catalog key: ``t`` in the default schema (as before schemas), else ``s.t``."""
+        return self.table if self.schema == DEFAULT_SCHEMA else f"{self.schema}.{self.table}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    location: str
+    managed: bool
 
 
 class Catalog:
-    """Maps table names to locations under a warehouse directory.
+    """Maps table names (``t`` or ``schema.t``) to locations under a warehouse directory.
 
-    A name maps to ``<warehouse>/<name>`` unless CREATE TABLE registered another location
-    for it. Every CREATE of a name claims it with a put-if-absent write of
-    ``<warehouse>/_txsql_catalog/<name>.json``: two processes can never both register a
+    A managed table lives at ``<warehouse>/<t>`` (schema ``default``) or
+    ``<warehouse>/<schema>.db/<t>`` (Spark's layout); CREATE TABLE ... LOCATION registers
+    an external one anywhere. Every CREATE of a name claims it with a put-if-absent write
+    of ``<warehouse>/_txsql_catalog/<key>.json``: two processes can never both register a
     name (a read-modify-write of one shared file lost registrations under concurrency).
+    Schemas are ``_txsql_catalog/_schemas/<schema>.json``; ``default`` always exists.
     Warehouses made by older txsql keep their ``_txsql_catalog.json``; it is still read.
+    All catalog files go through one :class:`FileIO` (``fs``).
     """
 
-    def __init__(self, warehouse: str) -> None:
+    def __init__(self, warehouse: str, fs: FileIO | None = None) -> None:
         # A local directory or an object-store prefix; entries go through its FileIO
         # (conditional PUTs on object stores, so CREATE stays put-if-absent there too).
         location = parse_location(warehouse)
         self.warehouse = location.root
         self._local = location.is_local
-        self._fs = file_io_for(location)
+        self._fs: FileIO = fs if fs is not None else file_io_for(location)
         self._logs: dict[str, DeltaLog] = {}
+        self.schemas = SchemaCatalog(self.warehouse, self._fs)
+        self.current_schema = DEFAULT_SCHEMA  # USE changes it, per session
         # Session temp views over txsql tables (lower-case name -> their sqlglot query):
         # resolved again by each statement that names them (see planner/operations/views).
         self.views: dict[str, Any] = {}
 
+    # --- names ------------------------------------------------------------------------
+
+    def qualify(self, ref: TableRef) -> QualifiedName:
+        """The schema and table ``ref`` names (the current schema if it names none).
+
+        Raises:
+            SqlError: not a valid name. SchemaNotFoundError: the schema does not exist.
+        """
+        parts = (ref.name or "").split(".")
+        if len(parts) > 2 or not all(IDENTIFIER.match(p) for p in parts):
+            raise SqlError(
+                f"invalid table name {ref.name!r}",
+                hint="Use table or schema.table (letters, digits, underscores), or address a "
+                "path as delta.`/path`.",
+            )
+        schema = parts[0].lower() if len(parts) == 2 else self.current_schema
+        name = QualifiedName(schema, parts[-1].lower())
+        self.schema(schema)  # raises SchemaNotFoundError
+        return name
+
     def location(self, ref: TableRef) -> str:
         if ref.path is not None:
             return parse_location(ref.path).root
-        name = self._check_name(ref).lower()
-        return self.registered_location(name) or join(self.warehouse, name)
+        name = self.qualify(ref)
+        entry = self._resolve(name)
+        return entry.location if entry is not None else self.default_location(name)
+
+    def default_location(self, name: QualifiedName) -> str:
+        """Where a managed table of this name lives."""
+        if name.schema == DEFAULT_SCHEMA:
+            return join(self.warehouse, name.table)
+        return join(self.schema(name.schema).location, name.table)
 
     def registered_location(self, name: str) -> str | None:
-        """The location registered for ``name`` (lower case), if any."""
-        entry = self._entry(name.lower())
-        if entry is not None:
-            return entry
-        return self._legacy_registry().get(name.lower())
+        """The location registered for the table ``name`` (``t`` or ``s.t``), if any."""
+        entry = self._resolve(self.qualify(TableRef(name=name)))
+        return entry.location if entry is not None else None
+
+    def is_managed(self, ref: TableRef) -> bool:
+        """Whether DROP TABLE deletes the table's files (a managed table), or only its name."""
+        entry = self._resolve(self.qualify(ref))
+        return entry is None or entry.managed
 
     def log(self, ref: TableRef) -> DeltaLog:
         location = self.location(ref)
@@ -71,8 +150,12 @@ class Catalog:
             self._logs[location] = DeltaLog.for_path(location)
         return self._logs[location]
 
+    def forget(self, location: str) -> None:
+        """Drop the cached log of a table whose files were deleted (DROP TABLE)."""
+        self._logs.pop(parse_location(location).root, None)
+
     def exists(self, ref: TableRef) -> bool:
-        return self.log(ref).exists()
+        return self.log(ref).exists() and self._renamed_to(ref) is None
 
     def existing_log(self, ref: TableRef) -> DeltaLog:
         log = self.log(ref)
@@ -80,7 +163,43 @@ class Catalog:
             raise TableNotFoundError(
                 f"table {ref.display} does not exist (looked in {log.table_root})"
             )
+        renamed = self._renamed_to(ref)
+        if renamed is not None:
+            raise TableNotFoundError(
+                f"table {ref.display} does not exist: its files at {log.table_root} belong "
+                f"to {renamed} (ALTER TABLE ... RENAME TO keeps a table's files in place)",
+                hint=f"Use {renamed}.",
+            )
         return log
+
+    def check_default_location_free(self, ref: TableRef) -> None:
+        """Refuse a CREATE of ``ref`` in its managed place if a renamed table still lives there.
+
+        Raises:
+            TableExistsError: ``ALTER TABLE ref RENAME TO other`` left ``other``'s files at
+                ``ref``'s managed location (renames never move files).
+        """
+        renamed = self._renamed_to(ref)
+        if renamed is not None:
+            location = self.default_location(self.qualify(ref))
+            raise TableExistsError(
+                f"cannot create {ref.display} at {location}: the table {renamed} (renamed from "
+                f"{ref.display}) still lives there",
+                hint=f"Give {ref.display} a LOCATION elsewhere, or pick another name.",
+            )
+
+    def _renamed_to(self, ref: TableRef) -> str | None:
+        """The name that owns an unregistered name's managed directory (after a RENAME)."""
+        if ref.path is not None:
+            return None
+        name = self.qualify(ref)
+        if self._resolve(name) is not None:
+            return None
+        default = self.default_location(name)
+        for key, entry in self._entries().items():
+            if entry.location == default and key != name.key:
+                return key
+        return None
 
     def snapshot(self, ref: TableRef, spark: SparkSession | None = None) -> Snapshot:
         """The snapshot a reference names, honouring VERSION / TIMESTAMP AS OF."""
@@ -91,93 +210,193 @@ class Catalog:
             return log.snapshot_at_timestamp(timestamp_ms(ref.timestamp, spark))
         return log.snapshot()
 
-    def claim(self, ref: TableRef, location: str) -> bool:
+    # --- registrations ----------------------------------------------------------------
+
+    def claim(self, ref: TableRef, location: str, managed: bool | None = None) -> bool:
         """Register ``ref``'s name for ``location`` unless it is registered elsewhere.
 
         Returns True if this call created the registration, False if the name was already
         registered for the same location (a CREATE racing ours, or a retry: the version-0
-        commit decides which of them wins).
+        commit decides which of them wins). ``managed`` defaults to "``location`` is the
+        name's managed location".
 
         Raises:
             TableExistsError: the name is registered for another location.
         """
-        name = self._check_name(ref).lower()
+        name = self.qualify(ref)
         wanted = parse_location(location).root
-        legacy = self._legacy_registry().get(name)
+        legacy = self._legacy_registry().get(name.key)
         if legacy is not None and legacy != wanted:
             raise self._taken(ref, legacy)
-        # A table in its default place is stored relative to the warehouse, so a copied or
-        # moved warehouse keeps pointing at its own tables, never at the original's.
-        stored = name if wanted == join(self.warehouse, name) else wanted
-        body = json.dumps({"name": name, "location": stored}, sort_keys=True).encode()
+        default = self.default_location(name)
+        body = self._entry_body(name, wanted, wanted == default if managed is None else managed)
         try:
-            self._fs.write_if_absent(self._entry_path(name), body)
+            self._fs.write_if_absent(self._entry_path(name.key), body)
         except FileExistsError:
-            registered = self._entry(name)
-            if registered is not None and registered != wanted:
-                raise self._taken(ref, registered) from None
+            registered = self._entry(name.key)
+            if registered is not None and registered.location != wanted:
+                raise self._taken(ref, registered.location) from None
             return False
         return True
 
+    def _entry_body(self, name: QualifiedName, location: str, managed: bool) -> bytes:
+        # A table in the warehouse is stored relative to it, so a copied or moved warehouse
+        # keeps pointing at its own tables, never at the original's.
+        prefix = self.warehouse.rstrip("/") + "/"
+        stored = location[len(prefix) :] if location.startswith(prefix) else location
+        entry = {"name": name.key, "location": stored, "managed": managed}
+        return json.dumps(entry, sort_keys=True).encode()
+
     def release(self, ref: TableRef, location: str) -> None:
         """Undo a :meth:`claim` of ours whose CREATE failed before any table existed."""
-        name = self._check_name(ref).lower()
-        if self._entry(name) != parse_location(location).root:
+        name = self.qualify(ref)
+        entry = self._entry(name.key)
+        if entry is None or entry.location != parse_location(location).root:
             return
         if DeltaLog.for_path(location).exists():
             return  # a racing CREATE to the same location won: the entry is right
         with contextlib.suppress(FileNotFoundError):
-            self._fs.delete(self._entry_path(name))
+            self._fs.delete(self._entry_path(name.key))
 
     def register(self, ref: TableRef, location: str) -> None:
         """Register a name for a location (refused if it is registered elsewhere)."""
         self.claim(ref, location)
 
+    def unregister(self, ref: TableRef) -> bool:
+        """Remove ``ref``'s registration; False if it had none (an unregistered directory)."""
+        key = self.qualify(ref).key
+        if key in self._legacy_registry():
+            raise SqlError(
+                f"table {ref.display} is registered in the old single-file catalog "
+                f"{join(self.warehouse, REGISTRY)}",
+                hint="Remove its entry from that file by hand (txsql never rewrites it).",
+            )
+        try:
+            self._fs.delete(self._entry_path(key))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def rename(self, old: TableRef, new: TableRef) -> str:
+        """Point ``new``'s name at ``old``'s table and forget ``old``; returns the location.
+
+        Catalog only: the files stay where they are. The new entry is written put-if-absent
+        first, then the old one is deleted, so a crash in between leaves the table under
+        both names, never under none.
+
+        Raises:
+            TableExistsError: ``new`` names an existing or registered table.
+        """
+        source = self.qualify(old)
+        target = self.qualify(new)
+        location = self.location(old)
+        if target == source:
+            raise TableExistsError(f"table {new.display} already exists (it is {old.display})")
+        if self._resolve(target) is not None or self.exists(new):
+            raise TableExistsError(
+                f"cannot rename {old.display} to {new.display}: {new.display} already exists"
+            )
+        managed = self.is_managed(old)
+        body = self._entry_body(target, location, managed)
+        try:
+            self._fs.write_if_absent(self._entry_path(target.key), body)
+        except FileExistsError:
+            raise TableExistsError(
+                f"cannot rename {old.display} to {new.display}: {new.display} was just created"
+            ) from None
+        self.unregister(old)
+        return location
+
+    def schema(self, name: str) -> SchemaInfo:
+        """The schema ``name``; raises SchemaNotFoundError (see :class:`SchemaCatalog`)."""
+        return self.schemas.get(name)
+
+    def tables(self, schema: str) -> list[str]:
+        """The table names (without schema) of ``schema`` that have a Delta log."""
+        schema = self.schema(schema).name
+        prefix = "" if schema == DEFAULT_SCHEMA else schema + "."
+        out = []
+        for key in self.names():
+            if schema == DEFAULT_SCHEMA and "." not in key:
+                out.append(key)
+            elif prefix and key.startswith(prefix):
+                out.append(key[len(prefix) :])
+        return out
+
     def names(self) -> list[str]:
-        """Tables in the warehouse (directories with a log) and registered ones."""
-        found = set(self._legacy_registry())
-        for status in self._fs.list_dir(join(self.warehouse, REGISTRY_DIR)):
-            if status.name.endswith(".json") and not status.name.startswith("."):
-                name = status.name[: -len(".json")]
-                location = self._entry(name)
-                if location is not None and DeltaLog.for_path(location).exists():
-                    found.add(name)
+        """Catalog keys (``t``, ``s.t``) of registered tables and of unregistered Delta
+        directories in the warehouse (older warehouses)."""
+        entries = self._entries()
+        found = {k for k, e in entries.items() if DeltaLog.for_path(e.location).exists()}
+        found |= set(self._legacy_registry())
+        claimed = {e.location for e in entries.values()}
         # Unregistered table directories (copied in, or made by other writers): local
         # warehouses only; on an object store every txsql CREATE registers its name.
         if self._local and os.path.isdir(self.warehouse):
             for entry in os.scandir(self.warehouse):
-                if entry.is_dir() and os.path.isdir(os.path.join(entry.path, "_delta_log")):
-                    found.add(entry.name)
+                if (
+                    entry.is_dir()
+                    and IDENTIFIER.match(entry.name)
+                    and os.path.isdir(join(entry.path, "_delta_log"))
+                    and entry.path not in claimed
+                ):
+                    found.add(entry.name.lower())
         return sorted(found)
+
+    # --- entries ----------------------------------------------------------------------
+
+    def _resolve(self, name: QualifiedName) -> _Entry | None:
+        """``name``'s registration; None for a name that maps to its managed location."""
+        entry = self._entry(name.key)
+        if entry is not None:
+            return entry
+        legacy = self._legacy_registry().get(name.key)
+        if legacy is not None:
+            return _Entry(legacy, legacy == self.default_location(name))
+        return None
+
+    def _entries(self) -> dict[str, _Entry]:
+        directory = join(self.warehouse, REGISTRY_DIR)
+        out = {}
+        for status in self._fs.list_dir(directory):
+            if status.name.endswith(".json"):
+                key = status.name[: -len(".json")]
+                entry = self._entry(key)
+                if entry is not None:
+                    out[key] = entry
+        return out
 
     def _taken(self, ref: TableRef, registered: str) -> TableExistsError:
         return TableExistsError(
             f"table {ref.display} is already registered for location {registered}",
             hint="Pick another name, or use that table. If no table exists there (a CREATE "
-            f"that crashed), delete {self._entry_path(ref.display.lower())} and retry.",
+            f"that crashed), delete {self._entry_path(self.qualify(ref).key)} and retry.",
         )
 
-    def _entry_path(self, name: str) -> str:
-        return join(self.warehouse, REGISTRY_DIR, f"{name}.json")
+    def _entry_path(self, key: str) -> str:
+        return join(self.warehouse, REGISTRY_DIR, f"{key}.json")
 
-    def _entry(self, name: str) -> str | None:
+    def _entry(self, key: str) -> _Entry | None:
         try:
-            data = json.loads(self._fs.read(self._entry_path(name)))
+            data = json.loads(self._fs.read(self._entry_path(key)))
         except FileNotFoundError:
             return None
         except ValueError:
             # A torn entry cannot exist (write_if_absent links a complete temp file), but
             # never guess a location from a damaged one.
             raise SqlError(
-                f"the catalog entry {self._entry_path(name)} is damaged",
+                f"the catalog entry {self._entry_path(key)} is damaged",
                 hint="Delete the file and CREATE TABLE ... LOCATION again.",
             ) from None
         location = data.get("location") if isinstance(data, dict) else None
         if not location:
             return None
-        if "/" not in str(location) and ":" not in str(location):
-            return join(self.warehouse, str(location))  # relative: a managed table
-        return str(location)
+        location = str(location)
+        relative = not os.path.isabs(location) and ":" not in location
+        if relative:
+            location = join(self.warehouse, location)  # a table in the warehouse
+        # Entries written before schemas had no "managed": relative ones were managed.
+        return _Entry(location, bool(data.get("managed", relative)))
 
     def _legacy_registry(self) -> dict[str, str]:
         path = join(self.warehouse, REGISTRY)
@@ -186,123 +405,3 @@ class Catalog:
         except FileNotFoundError:
             return {}
         return data
-
-    @staticmethod
-    def _check_name(ref: TableRef) -> str:
-        name = ref.name or ""
-        if not _NAME.match(name):
-            raise SqlError(
-                f"invalid table name {name!r}",
-                hint="Use letters, digits and underscores, or address a path as delta.`/path`.",
-            )
-        return name
-
-
-def timestamp_ms(expression: str, spark: SparkSession | None) -> int:
-    """Milliseconds since the epoch of a TIMESTAMP AS OF value (a Spark SQL expression).
-
-    Spark evaluates it, so any Spark timestamp expression works (``current_timestamp() -
-    INTERVAL 1 HOUR``); literals without a zone are read in the session time zone (UTC).
-    """
-    if spark is None:
-        raise VersionNotFoundError("TIMESTAMP AS OF needs a Spark session to evaluate")
-    try:
-        row = spark.sql(f"SELECT unix_micros(CAST({expression} AS TIMESTAMP)) AS us").first()
-    except Exception as e:
-        raise SqlError(
-            f"cannot read {expression} as a timestamp: {str(e).splitlines()[0]}",
-            hint="Use a literal like '2026-01-31 12:00:00' or a timestamp expression.",
-        ) from None
-    if row is None or row["us"] is None:
-        raise SqlError(f"{expression} is not a valid timestamp", hint="e.g. '2026-01-31 12:00:00'")
-    return int(row["us"]) // 1000
-
-
-def sql_string(text: str) -> str:
-    r"""Quote ``text`` as a Spark SQL string literal.
-
-    >>> print(sql_string("it's"))
-    'it\'s'
-    """
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def check_location_empty(location: str) -> None:
-    """Refuse to CREATE a table in a directory that holds anything but a Delta log.
-
-    Delta refuses such a location too: the files would look like orphans of the new table
-    (VACUUM deletes orphans). An existing ``_delta_log`` directory is accepted (a racing
-    or crashed CREATE made it; the version-0 commit decides who created the table), and so
-    is txsql's own ``_txsql_staging`` area.
-
-    Raises:
-        NonEmptyLocationError: naming the location and a few of the entries in it.
-    """
-    if not parse_location(location).is_local:
-        _check_object_store_location_empty(location)
-        return
-    try:
-        entries = sorted(os.listdir(location))
-    except FileNotFoundError:
-        return
-    except NotADirectoryError:
-        raise NonEmptyLocationError(
-            f"cannot create a table at {location}: it is a file, not a directory"
-        ) from None
-    if "_delta_log" in entries and os.path.isdir(os.path.join(location, "_delta_log")):
-        return
-    others = [e for e in entries if e != STAGING_DIR]
-    if others:
-        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise NonEmptyLocationError(
-            f"cannot create a table at {location}: the directory is not empty and holds no "
-            f"Delta log (it contains {shown})"
-        )
-
-
-def _check_object_store_location_empty(location: str) -> None:
-    """:func:`check_location_empty` for an object-store prefix (objects, no directories)."""
-    root = parse_location(location).root
-    fs = file_io_for(root)
-    if fs.list_dir(join(root, "_delta_log")):
-        return
-    others = sorted(
-        {f.name.split("/", 1)[0] for f in fs.list_tree(root)} - {STAGING_DIR, "_delta_log"}
-    )
-    if others:
-        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-        raise NonEmptyLocationError(
-            f"cannot create a table at {root}: objects already exist under it and it holds "
-            f"no Delta log (it contains {shown})"
-        )
-
-
-def claim_location(location: str) -> bool:
-    """Mark ``location`` as a table being created (an empty ``_delta_log`` directory).
-
-    Made before a CTAS writes its data files, so a CREATE racing ours to the same place
-    sees a Delta log being created rather than a non-empty directory of strangers' files.
-    Returns whether the table directory itself existed before.
-    """
-    if not parse_location(location).is_local:
-        return True  # object stores have no directories to claim (or to clean up)
-    existed = os.path.isdir(location)
-    os.makedirs(os.path.join(location, "_delta_log"), exist_ok=True)
-    return existed
-
-
-def release_location(location: str, remove_root: bool) -> None:
-    """Undo :func:`claim_location` after a failed CREATE: remove what is left empty.
-
-    ``rmdir`` only removes empty directories, so a table another CREATE committed there
-    (or anything else in the directory) is never touched; the table directory itself
-    only if the CREATE made it.
-    """
-    if not parse_location(location).is_local:
-        return
-    directories = [os.path.join(location, "_delta_log")] + ([location] if remove_root else [])
-    for directory in directories:
-        try:
-            os.rmdir(directory)
-        except OSError:
-            return

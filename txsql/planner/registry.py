@@ -25,14 +25,30 @@ from txsql.planner.operations.constraints import (
 )
 from txsql.planner.operations.delete import run_delete
 from txsql.planner.operations.describe import run_describe_detail, run_describe_history
+from txsql.planner.operations.describe_table import (
+    run_describe_table,
+    run_show_columns,
+    run_show_tblproperties,
+)
+from txsql.planner.operations.drop import run_drop_table
 from txsql.planner.operations.explain import Explainer, explain_dml, explain_query, run_explain
 from txsql.planner.operations.merge.explain import explain_merge
 from txsql.planner.operations.merge.run import run_merge
 from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.operations.overwrite import run_insert_overwrite
 from txsql.planner.operations.query import run_query
+from txsql.planner.operations.rename import run_rename
 from txsql.planner.operations.replace import run_create_or_replace
 from txsql.planner.operations.restore import run_restore
+from txsql.planner.operations.schemas import (
+    run_create_schema,
+    run_drop_schema,
+    run_show_schemas,
+    run_show_tables,
+    run_use,
+)
+from txsql.planner.operations.show_create import run_show_create_table
+from txsql.planner.operations.truncate import run_truncate
 from txsql.planner.operations.update import run_update
 from txsql.planner.operations.vacuum import run_vacuum
 from txsql.planner.operations.views import run_create_view, run_spark_statement
@@ -45,20 +61,32 @@ from txsql.planner.sql.statements import (
     AlterSetProperties,
     AlterUnsetProperties,
     CloneTable,
+    CreateSchema,
     CreateTable,
     CreateView,
     Delete,
     DescribeDetail,
     DescribeHistory,
+    DescribeTable,
+    DropSchema,
+    DropTable,
     Explain,
     InsertInto,
     InsertOverwrite,
     Merge,
     OptimizeTable,
     Query,
+    RenameTable,
     RestoreTable,
+    ShowColumns,
+    ShowCreateTable,
+    ShowSchemas,
+    ShowTables,
+    ShowTblProperties,
     SparkStatement,
+    TruncateTable,
     Update,
+    UseSchema,
     VacuumTable,
 )
 from txsql.result import Result
@@ -102,6 +130,18 @@ STATEMENTS: dict[type, Entry] = {
     OptimizeTable: Entry(run_optimize),
     VacuumTable: Entry(run_vacuum),
     Explain: Entry(_run_explain),
+    DropTable: Entry(run_drop_table),
+    TruncateTable: Entry(run_truncate),
+    RenameTable: Entry(run_rename),
+    CreateSchema: Entry(run_create_schema),
+    DropSchema: Entry(run_drop_schema),
+    UseSchema: Entry(run_use),
+    ShowSchemas: Entry(run_show_schemas),
+    ShowTables: Entry(run_show_tables),
+    DescribeTable: Entry(run_describe_table),
+    ShowTblProperties: Entry(run_show_tblproperties),
+    ShowColumns: Entry(run_show_columns),
+    ShowCreateTable: Entry(run_show_create_table),
 }
 
 

@@ -89,16 +89,12 @@ def test_spark_only_statements_pass_and_writers_are_refused(session: txsql.Sessi
     session.sql("SET spark.sql.shuffle.partitions = 3")
     assert session.spark.conf.get("spark.sql.shuffle.partitions") == "3"
     session.sql(f"SET spark.sql.shuffle.partitions = {original}")
-    shown = session.sql("SHOW FUNCTIONS LIKE 'upper'")
-    assert [r[0] for r in shown.df.collect()] == ["upper"]
     session.sql("CACHE TABLE cached AS SELECT * FROM t WHERE id = 1")
     assert session.spark.sql("SELECT * FROM cached").count() == 1
     session.sql("UNCACHE TABLE cached")
     before = session.table("t").version()
-    with pytest.raises(UnsupportedStatementError, match="TRUNCATE") as refused:
-        session.sql("TRUNCATE TABLE t")
-    assert "DELETE FROM" in (refused.value.hint or "")
-    with pytest.raises(UnsupportedStatementError, match="LOAD"):
+    with pytest.raises(UnsupportedStatementError, match="LOAD") as refused:
         session.sql("LOAD DATA LOCAL INPATH '/tmp/x' INTO TABLE t")
+    assert "INSERT INTO" in (refused.value.hint or "")
     assert session.table("t").version() == before
     assert rows(session, "SELECT * FROM t") == [(1, "a"), (2, "b")]

@@ -59,11 +59,13 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         if ref.name is not None:
             registered = ctx.catalog.registered_location(ref.name)
             default = DeltaLog.for_path(ctx.catalog.location(ref))
-            if registered is None and default.exists():
+            if registered is None and ctx.catalog.exists(ref):  # (not a renamed table's)
                 raise TableExistsError(
                     f"table {ref.display} already exists at {default.table_root}"
                 )
     else:
+        if ref.name is not None:
+            ctx.catalog.check_default_location_free(ref)  # a renamed table may live there
         location = ctx.catalog.location(ref)
     log = DeltaLog.for_path(location)
     with Transaction(log, max_attempts=ctx.max_commit_attempts) as txn:

@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
-from txsql.planner.sql import commands, dml, merge
+from txsql.planner.sql import commands, ddl, dml, merge
 from txsql.planner.sql.dialect import (
     DIALECT,
     SPARK,
@@ -27,6 +27,7 @@ from txsql.planner.sql.dialect import (
     Reorg,
     ReplaceTable,
     Restore,
+    Show,
     Vacuum,
 )
 from txsql.planner.sql.dialect import CloneTable as DialectClone
@@ -82,10 +83,17 @@ def build_statement(expression: exp.Expr) -> Statement:
     )
 
 
-def _create(create: exp.Create) -> CreateTable | CreateView | None:
-    if create.kind == "VIEW":
+def _create(create: exp.Create) -> Statement | None:
+    kind = str(create.kind or "").upper()
+    if kind in ("SCHEMA", "DATABASE"):
+        return ddl.build_create_schema(create)
+    if kind == "VIEW":
         return _create_view(create)
-    return _create_table(create) if create.kind == "TABLE" else None
+    return _create_table(create) if kind == "TABLE" else None
+
+
+def _alter(alter: exp.Alter) -> Statement | None:
+    return ddl.build_rename(alter) or commands.build_command(alter)
 
 
 def _replace_table(replace: ReplaceTable) -> CreateTable:
@@ -156,10 +164,14 @@ def _describe(describe: exp.Describe) -> Statement | None:
     if style == "DETAIL":
         return commands.build_command(describe)
     if style == "HISTORY":
+        limit = describe.args.get("limit")
+        if limit is not None and not (isinstance(limit, exp.Literal) and limit.this.isdigit()):
+            raise SqlError("DESCRIBE HISTORY LIMIT needs a whole number", hint="e.g. LIMIT 5")
         return DescribeHistory(
-            no_time_travel(table_ref(table_node(describe.this)), "DESCRIBE HISTORY")
+            no_time_travel(table_ref(table_node(describe.this)), "DESCRIBE HISTORY"),
+            int(limit.this) if limit is not None else None,
         )
-    return None
+    return ddl.build_describe_table(describe)
 
 
 def _command(command: exp.Command) -> Explain | None:
@@ -303,7 +315,11 @@ BUILDERS: dict[type[exp.Expr], Builder] = {
     exp.Delete: dml.build_delete,
     exp.Update: dml.build_update,
     exp.Command: _command,
-    exp.Alter: commands.build_command,
+    exp.Alter: _alter,
+    exp.Drop: ddl.build_drop,
+    exp.TruncateTable: ddl.build_truncate,
+    exp.Use: ddl.build_use,
+    Show: ddl.build_show,
     Restore: commands.build_command,
     Optimize: commands.build_command,
     Reorg: commands.build_command,

@@ -22,6 +22,8 @@ from sqlglot.generators.databricks import DatabricksGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 from sqlglot.tokens import TokenType
 
+from txsql.planner.sql.show import Show, parse_show, show_sql
+
 DIALECT = "txsql"
 SPARK = "spark"
 
@@ -266,6 +268,9 @@ class TxSql(Databricks):
             "OPTIMIZE": TokenType.VAR,
             "VACUUM": TokenType.VAR,
         }
+        # SHOW is a command token that swallows the rest of the statement as one string;
+        # without it, txsql.planner.sql.show parses the SHOW statements it runs.
+        COMMANDS: ClassVar[set[TokenType]] = Databricks.Tokenizer.COMMANDS - {TokenType.SHOW}
 
     class Parser(DatabricksParser):
         DESCRIBE_STYLES: ClassVar[set[str]] = {*DatabricksParser.DESCRIBE_STYLES, "DETAIL"}
@@ -274,8 +279,21 @@ class TxSql(Databricks):
             "UNSET": _parse_unset,
         }
 
+        def _parse_describe(self) -> exp.Describe:
+            # DESCRIBE HISTORY t LIMIT n: the limit becomes the describe's "limit" arg.
+            describe = super()._parse_describe()
+            if describe.args.get("style") == "HISTORY" and self._match(TokenType.LIMIT):
+                limit = self._parse_number()
+                if limit is None:
+                    self.raise_error("Expected DESCRIBE HISTORY t LIMIT <number>")
+                describe.set("limit", limit)
+            return describe
+
         def _parse_statement(self) -> exp.Expr | None:
             curr = self._curr
+            if curr is not None and curr.token_type == TokenType.SHOW and self._next is not None:
+                self._advance()
+                return parse_show(self)
             if (
                 curr is not None
                 and curr.token_type == TokenType.VAR
@@ -344,6 +362,7 @@ class TxSql(Databricks):
         TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
             **DatabricksGenerator.TRANSFORMS,
             Optimize: lambda self, e: _optimize_sql(self, e),
+            Show: show_sql,
             Reorg: lambda self, e: _reorg_sql(self, e),
             Vacuum: lambda self, e: _vacuum_sql(self, e),
             Restore: lambda self, e: (
@@ -405,6 +424,7 @@ __all__ = [
     "Reorg",
     "ReplaceTable",
     "Restore",
+    "Show",
     "TxSql",
     "UnsetTableProperties",
     "Vacuum",

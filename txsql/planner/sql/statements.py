@@ -81,7 +81,7 @@ class CreateView:
 
 @dataclass(frozen=True, slots=True)
 class SparkStatement:
-    """A Spark-only statement (SET, SHOW, CACHE, DROP VIEW, ...) Spark runs as given."""
+    """A Spark-only statement (SET, CACHE, UNCACHE, DROP VIEW) Spark runs as given."""
 
     expression: exp.Expr
 
@@ -285,6 +285,99 @@ class AlterColumn:
     drop_default: bool = False
 
 
+# --- DDL and catalog statements (txsql.planner.sql.ddl builds these) ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable:
+    target: TableRef
+    if_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTable:
+    target: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class RenameTable:
+    """``ALTER TABLE t RENAME TO u``: a catalog-only rename (the files stay in place)."""
+
+    target: TableRef
+    new_name: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class CreateSchema:
+    name: str
+    if_not_exists: bool = False
+    comment: str | None = None
+    location: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropSchema:
+    name: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UseSchema:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShowSchemas:
+    pattern: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShowTables:
+    schema: str | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTable:
+    """``DESCRIBE [TABLE] [EXTENDED] t`` (the columns, then partitioning and details)."""
+
+    target: TableRef
+    extended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShowTblProperties:
+    target: TableRef
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShowColumns:
+    target: TableRef
+
+
+@dataclass(frozen=True, slots=True)
+class ShowCreateTable:
+    target: TableRef
+
+
+DdlStatement = (
+    DropTable
+    | TruncateTable
+    | RenameTable
+    | CreateSchema
+    | DropSchema
+    | UseSchema
+    | ShowSchemas
+    | ShowTables
+    | DescribeTable
+    | ShowTblProperties
+    | ShowColumns
+    | ShowCreateTable
+)
+
+
 CommandStatement = (
     InsertOverwrite
     | AlterAddConstraint
@@ -313,6 +406,7 @@ Statement = (
     | Rollback
     | Merge
     | CommandStatement
+    | DdlStatement
     | Delete
     | Update
     | Explain
@@ -325,7 +419,7 @@ STATEMENT_NAMES: dict[type, str] = {
     CreateTable: "CREATE [OR REPLACE] TABLE / REPLACE TABLE",
     CloneTable: "CREATE TABLE ... SHALLOW / DEEP CLONE",
     CreateView: "CREATE TEMP VIEW",
-    SparkStatement: "Spark-only statements (SET, SHOW, CACHE, USE, DROP VIEW)",
+    SparkStatement: "Spark-only statements (SET, CACHE, UNCACHE, DROP VIEW)",
     InsertInto: "INSERT INTO",
     InsertOverwrite: "INSERT OVERWRITE / REPLACE WHERE",
     Query: "SELECT",
@@ -343,6 +437,18 @@ STATEMENT_NAMES: dict[type, str] = {
     RestoreTable: "RESTORE",
     OptimizeTable: "OPTIMIZE / REORG",
     VacuumTable: "VACUUM",
+    DropTable: "DROP TABLE",
+    TruncateTable: "TRUNCATE TABLE",
+    RenameTable: "ALTER TABLE RENAME TO",
+    CreateSchema: "CREATE SCHEMA",
+    DropSchema: "DROP SCHEMA",
+    UseSchema: "USE",
+    ShowSchemas: "SHOW SCHEMAS",
+    ShowTables: "SHOW TABLES",
+    DescribeTable: "DESCRIBE TABLE",
+    ShowTblProperties: "SHOW TBLPROPERTIES",
+    ShowColumns: "SHOW COLUMNS",
+    ShowCreateTable: "SHOW CREATE TABLE",
     Explain: "EXPLAIN",
     Begin: "BEGIN",
     Commit: "COMMIT",

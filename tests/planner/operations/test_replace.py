@@ -19,6 +19,7 @@ from txsql.errors import (
     ConcurrentAppendError,
     MetadataChangedError,
     SchemaError,
+    TableExistsError,
     TableNotFoundError,
     TransactionError,
 )
@@ -150,3 +151,15 @@ def test_replace_loses_to_a_blind_append_committed_meanwhile(
     live = {a["add"]["path"] for v in (1, 2) for a in commit_actions(root, v) if "add" in a}
     data = {str(p.relative_to(root)) for p in root.rglob("*.parquet")}
     assert data == live  # the failed replace's files were deleted
+
+
+def test_replace_never_touches_a_renamed_table_in_the_managed_place(
+    session: txsql.Session,
+) -> None:
+    session.sql("ALTER TABLE t RENAME TO u")  # u's files stay at t's managed place
+    with pytest.raises(TableNotFoundError):
+        session.sql("REPLACE TABLE t (k INT)")
+    with pytest.raises(TableExistsError):
+        session.sql("CREATE OR REPLACE TABLE t AS SELECT 1 AS k")
+    assert rows(session, "SELECT * FROM u") == [(1, "a"), (2, "b")]
+    assert session.table("u").version() == 1

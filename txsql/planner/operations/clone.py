@@ -65,6 +65,8 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
         )
     source = ctx.catalog.snapshot(statement.source, ctx.spark)
     source_root = parse_location(source.table_root).path
+    if statement.location is None and ref.name is not None:
+        ctx.catalog.check_default_location_free(ref)  # a renamed table may live there
     location = (
         parse_location(statement.location).path
         if statement.location is not None

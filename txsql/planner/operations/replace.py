@@ -58,18 +58,21 @@ def run_create_or_replace(ctx: RunContext, statement: CreateTable, text: str) ->
             f"{statement.replace} TABLE cannot run inside BEGIN ... COMMIT",
             hint="COMMIT or ROLLBACK first; a replace commits on its own.",
         )
-    log = ctx.catalog.log(ref)
-    if not log.exists():
+    # catalog.exists, not the log alone: a renamed table's files may sit at this name's
+    # managed place, and they are not this table.
+    if not ctx.catalog.exists(ref):
         if statement.replace == "REPLACE":
             raise TableNotFoundError(
-                f"cannot REPLACE TABLE {ref.display}: it does not exist "
-                f"(looked in {log.table_root})",
+                f"cannot REPLACE TABLE {ref.display}: it does not exist",
                 hint="Use CREATE OR REPLACE TABLE to create it when it is missing.",
             )
         try:
             return run_create_table(ctx, statement, text)
         except TableExistsError:
-            log = ctx.catalog.log(ref)  # created meanwhile by someone else: replace theirs
+            if not ctx.catalog.exists(ref):
+                raise  # e.g. a renamed table lives in the managed place
+            # created meanwhile by someone else: replace theirs
+    log = ctx.catalog.existing_log(ref)
     _check_location(statement, log)
     return replace_table(ctx, statement, text, log)
 

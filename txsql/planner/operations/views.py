@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from txsql.errors import TableExistsError
+from txsql.errors import TableExistsError, UnsupportedStatementError
 from txsql.planner.context import RunContext
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.sql.dialect import SPARK
@@ -65,6 +65,12 @@ def run_spark_statement(ctx: RunContext, statement: SparkStatement, text: str) -
 def _drop_view(ctx: RunContext, drop: exp.Drop, text: str) -> Result:
     targets = drop.args.get("tables") or [drop.this]
     names = [t.name for t in targets if isinstance(t, exp.Table)]
+    for name in names:
+        if name.lower() not in ctx.catalog.views and _is_table(ctx, name):
+            raise UnsupportedStatementError(
+                f"DROP VIEW {name}: {name} is a txsql table, not a view",
+                hint=f"Use DROP TABLE {name} to drop the table.",
+            )
     kept = [n for n in names if ctx.catalog.views.pop(n.lower(), None) is not None]
     for name in names:
         if name in kept:
@@ -73,6 +79,13 @@ def _drop_view(ctx: RunContext, drop: exp.Drop, text: str) -> Result:
             exists = " IF EXISTS" if drop.args.get("exists") else ""
             ctx.spark.sql(f"DROP VIEW{exists} `{name}`")
     return Result(text, "DROP VIEW", message=f"dropped {', '.join(names)}")
+
+
+def _is_table(ctx: RunContext, name: str) -> bool:
+    try:
+        return ctx.catalog.exists(TableRef(name=name))
+    except Exception:  # not a name txsql can hold
+        return False
 
 
 def _names_txsql(ctx: RunContext, query: exp.Expr) -> bool:
@@ -86,11 +99,8 @@ def _names_txsql(ctx: RunContext, query: exp.Expr) -> bool:
             continue
         if ref.name.lower() in ctx.catalog.views:
             return True
-        try:
-            if ctx.catalog.exists(TableRef(name=ref.name)):
-                return True
-        except Exception:  # not a name txsql can hold (e.g. a three-part Spark name)
-            continue
+        if _is_table(ctx, ref.name):
+            return True
     return False
 
 

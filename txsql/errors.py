@@ -197,6 +197,16 @@ class VersionNotFoundError(TxSqlError):
     default_hint = "Run DESCRIBE HISTORY to see which versions are available."
 
 
+class ChangeDataFeedError(TxSqlError):
+    """A change-data-feed read of versions the feed does not cover, or a bad range."""
+
+    default_hint = (
+        "Read changes only from versions written while delta.enableChangeDataFeed was true "
+        "(DESCRIBE HISTORY shows the SET TBLPROPERTIES that enabled it); compare older "
+        "versions with VERSION AS OF instead."
+    )
+
+
 class UnsupportedFeatureError(TxSqlError):
     """The table needs a protocol version or table feature txsql does not implement."""
 

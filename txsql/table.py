@@ -85,6 +85,17 @@ class Table:
         """DESCRIBE HISTORY as a Spark DataFrame (newest first, Delta's column names)."""
         return history_dataframe(self._context.spark, self.log, limit)
 
+    def changes(self, start: int | str | Any, end: int | str | Any | None = None) -> DataFrame:
+        """The change data feed between two versions or timestamps (both inclusive).
+
+        Rows: the table's columns plus ``_change_type`` (``insert``, ``delete``,
+        ``update_preimage``, ``update_postimage``), ``_commit_version`` and
+        ``_commit_timestamp``, as ``SELECT * FROM table_changes(...)`` returns them.
+        """
+        from txsql.planner.table_changes import changes_dataframe
+
+        return changes_dataframe(self._context, self.ref, start, end)
+
     def to_spark(self, version: int | None = None, timestamp: Any = None) -> DataFrame:
         """The table's rows at the newest version, a version, or a timestamp."""
         return scan_snapshot(self._context.spark, self.snapshot(version, timestamp))

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.fixture_paths import find_fixtures
-from txsql.errors import UnsupportedFeatureError
+from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.codec import decode_commit
 from txsql.log.column_rules import column_rules
@@ -97,20 +97,25 @@ def test_column_mapped_fixture_readable_not_writable() -> None:
     assert "physical column names" in info.value.message
 
 
-def test_cdf_fixture_not_writable_because_cdf_enabled() -> None:
+def test_cdf_fixture_writable_with_cdf_enabled() -> None:
     protocol, metadata = _latest("delta-rs/cdf-table-with-cdc-and-dvs")
     check_readable(protocol)
     assert "changeDataFeed" in writer_features(protocol)
-    with pytest.raises(UnsupportedFeatureError, match=r"changeDataFeed.*CDC"):
-        check_writable(protocol, metadata)
-    # The same protocol is fine once CDF is switched off.
+    check_writable(protocol, metadata)  # txsql writes change files now
     check_writable(protocol, _meta({"delta.enableChangeDataFeed": "false"}))
+
+
+def test_cdf_table_refuses_columns_named_like_the_feed() -> None:
+    clash = EMPTY_SCHEMA.replace('"name":"id"', '"name":"_Change_Type"')
+    conf = {"delta.enableChangeDataFeed": "true"}
+    with pytest.raises(SchemaError, match="_change_type"):
+        check_writable(Protocol(1, 7, None, ("changeDataFeed",)), Metadata("id", clash, (), conf))
+    check_writable(Protocol(1, 2), Metadata("id", clash))  # without CDF the name is free
 
 
 def test_legacy_writer_versions_depend_on_usage() -> None:
     check_writable(Protocol(1, 4), _meta())
-    with pytest.raises(UnsupportedFeatureError, match="changeDataFeed"):
-        check_writable(Protocol(1, 4), _meta({"delta.enableChangeDataFeed": "true"}))
+    check_writable(Protocol(1, 4), _meta({"delta.enableChangeDataFeed": "true"}))
     # Constraints and generated columns are enforced by txsql's writes (write_rules).
     check_writable(Protocol(1, 3), _meta({"delta.constraints.positive": "id > 0"}))
     generated = EMPTY_SCHEMA.replace(
@@ -178,7 +183,6 @@ def test_protocol_for_new_tables() -> None:
 @pytest.mark.parametrize(
     "conf",
     [
-        {"delta.enableChangeDataFeed": "true"},
         {"delta.columnMapping.mode": "name"},
         {"delta.feature.rowTracking": "supported"},
     ],

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from txsql.errors import UnsupportedFeatureError
+from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log import column_rules, properties
 from txsql.log.actions import Metadata, Protocol
+from txsql.log.schema import parse_schema
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -31,9 +32,9 @@ READER_FEATURES_SUPPORTED = frozenset(
     {"deletionVectors", "columnMapping", "v2Checkpoint", "timestampNtz", "vacuumProtocolCheck"}
 )
 
-# changeDataFeed is supported only while the table does not use it (see
-# _unsupported_usage): we write no CDC files. Constraints, NOT NULL/invariants, generated,
-# identity and default columns are enforced on every write (txsql.engine.write_rules).
+# changeDataFeed: DELETE/UPDATE/MERGE write ``cdc`` files (txsql.engine.changes).
+# Constraints, NOT NULL/invariants, generated, identity and default columns are enforced
+# on every write (txsql.engine.write_rules).
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck"}
@@ -106,11 +107,31 @@ def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
     """Features the table *uses* that txsql cannot maintain on write, with the reason."""
     conf: Mapping[str, str] = metadata.configuration
     used: dict[str, str] = {}
-    if properties.change_data_feed_enabled(conf):
-        used["changeDataFeed"] = "delta.enableChangeDataFeed is true and txsql writes no CDC files"
     if properties.column_mapping_mode(conf) != "none":
         used["columnMapping"] = "txsql does not write physical column names yet"
     return used
+
+
+# Columns a change-data-feed read adds; a CDF table may not have columns of these names.
+CDC_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def check_cdc_columns(metadata: Metadata) -> None:
+    """Refuse a CDF table whose top-level columns clash with the feed's own columns.
+
+    Raises:
+        SchemaError: CDF is on and the schema has ``_change_type`` and the like.
+    """
+    if not properties.change_data_feed_enabled(metadata.configuration):
+        return
+    names = {f.name.lower() for f in parse_schema(metadata.schema_string).fields}
+    clash = [c for c in CDC_COLUMNS if c in names]
+    if clash:
+        raise SchemaError(
+            f"a change data feed table cannot have columns named {', '.join(clash)} "
+            "[DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS]",
+            hint="Rename those columns, or leave delta.enableChangeDataFeed off.",
+        )
 
 
 def check_writable(protocol: Protocol, metadata: Metadata) -> None:
@@ -120,6 +141,7 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     >>> check_writable(Protocol(1, 4), m)  # legacy CDF/generated columns, but unused
     """
     check_readable(protocol)
+    check_cdc_columns(metadata)
     if protocol.min_writer_version > MAX_WRITER_VERSION:
         raise UnsupportedFeatureError(
             f"this table needs writer version {protocol.min_writer_version}; "
@@ -185,13 +207,13 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
         wanted.append("deletionVectors")
     if properties.in_commit_timestamps_enabled(configuration):
         wanted.append("inCommitTimestamp")
+    if properties.change_data_feed_enabled(configuration):
+        wanted.append("changeDataFeed")
     for key, value in configuration.items():
         # Explicit opt-ins: 'delta.feature.<name>' = 'supported'.
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
             wanted.append(key[len("delta.feature.") :])
     refused = {n for n in wanted if n not in WRITER_FEATURES_SUPPORTED}
-    if properties.change_data_feed_enabled(configuration):
-        refused.add("changeDataFeed")
     if properties.column_mapping_mode(configuration) != "none":
         refused.add("columnMapping")
     if refused:

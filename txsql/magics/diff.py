@@ -2,7 +2,9 @@
 
 Both versions are read by time travel and compared by Spark with ``exceptAll`` (a multiset
 difference, so duplicate rows count): rows only in the new version were added, rows only in
-the old one removed.
+the old one removed. A table with a change data feed over the range is diffed from the feed
+instead: only the changed rows are read, and since ``new = old + arrived - went`` (as
+multisets), ``arrived exceptAll went`` is exactly ``new exceptAll old``.
 
 Pairing rule (an UPDATE shows as one row, old → new): the changed rows are ordered by the
 key columns (``--key``, default the table's first column). A removed row and an added row
@@ -125,8 +127,9 @@ def version_diff(
     from pyspark.sql import functions as F
 
     change = fresh_name(CHANGE, before.columns)  # a table column may be "__txsql_change"
-    added = after.exceptAll(before).select(F.lit("+").alias(change), "*")
-    removed = before.exceptAll(after).select(F.lit("-").alias(change), "*")
+    plus, minus = _feed_changes(handle, old, new, before.columns) or (after, before)
+    added = plus.exceptAll(minus).select(F.lit("+").alias(change), "*")
+    removed = minus.exceptAll(plus).select(F.lit("-").alias(change), "*")
     # Ordered by key so the two halves of an update are next to each other; "-" sorts
     # before "+" only for a stable display.
     order = [F.col("`" + c.replace("`", "``") + "`") for c in key_columns]
@@ -145,6 +148,28 @@ def version_diff(
     positions = [before.columns.index(c) for c in key_columns]
     signed = [(str(r[0]), tuple(r)[1:]) for r in shown]
     return DiffView(table, old, new, columns, pair_changes(signed, positions, truncated), truncated)
+
+
+def _feed_changes(handle: Any, old: int, new: int, columns: list[str]) -> tuple[Any, Any] | None:
+    """(rows that arrived, rows that went) from ``old`` to ``new`` by the change data feed,
+    or None when the feed does not cover the versions in between."""
+    from txsql.errors import ChangeDataFeedError
+
+    if old == new:
+        return None
+    low, high = min(old, new), max(old, new)
+    try:
+        feed = handle.changes(low + 1, high)
+    except ChangeDataFeedError:
+        return None  # no feed for (part of) the range: compare the two versions instead
+    if feed.columns[: len(columns)] != columns:
+        return None
+    from pyspark.sql import functions as F
+
+    kept = [F.col("`" + c.replace("`", "``") + "`") for c in columns]
+    arrived = feed.where("_change_type IN ('insert', 'update_postimage')").select(*kept)
+    went = feed.where("_change_type IN ('delete', 'update_preimage')").select(*kept)
+    return (arrived, went) if new > old else (went, arrived)
 
 
 def _key_columns(table: str, names: list[str], key: Sequence[str]) -> list[str]:

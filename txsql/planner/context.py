@@ -51,6 +51,8 @@ class ExplicitTransaction:
     # refuses everything but ROLLBACK once it is set).
     statements_run: int = 0
     aborted: Exception | None = None
+    # The staged state when the running statement began (change data feed bookkeeping).
+    statement_start: Any = None
 
     @property
     def read_version(self) -> int | None:
@@ -85,11 +87,14 @@ class RunContext:
             if self.app is not None:
                 self.app.bind(txn)  # a skipped first statement leaves no transaction bound
             self.explicit.txn = txn
-            return txn
-        txn = self.explicit.txn
-        txn.require_table(log.table_root)
-        if self.app is not None:
-            self.app.bind(txn)
+        else:
+            txn = self.explicit.txn
+            txn.require_table(log.table_root)
+            if self.app is not None:
+                self.app.bind(txn)
+        from txsql.planner.dml.changes import statement_start  # local: it imports the engine
+
+        self.explicit.statement_start = statement_start(txn)
         return txn
 
     def commit(
@@ -109,6 +114,9 @@ class RunContext:
             raise
         if explicit:
             assert self.explicit is not None
+            from txsql.planner.dml.changes import record_statement_changes
+
+            record_statement_changes(self, txn, self.explicit.statement_start)
             self.explicit.statements.append(
                 StagedStatement(operation, dict(parameters or {}), dict(metrics or {}))
             )

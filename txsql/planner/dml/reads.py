@@ -23,6 +23,7 @@ from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.predicates import prune_files, to_predicate
 from txsql.planner.sql.statements import TableRef
+from txsql.planner.table_changes import substitute_table_changes
 from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ def query_dataframe(
     Reads of the table ``txn`` (or the open explicit transaction) writes see its snapshot
     with staged writes, and join its read set.
     """
-    rewritten, versions = substitute_tables(ctx, query, txn)
+    # table_changes(...) first: its rows become a temp view (SELECT, MERGE ... USING).
+    rewritten, versions = substitute_tables(ctx, substitute_table_changes(ctx, query), txn)
     return ctx.spark.sql(rewritten.sql(SPARK)), versions
 
 

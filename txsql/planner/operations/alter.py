@@ -56,14 +56,23 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     actions: list[Action] = []
     upgraded = upgrade_protocol(protocol, configuration)
     upgraded = apply_protocol_versions(upgraded, requested, metadata)
+    message = ""
     if upgraded != protocol:
         actions.append(upgraded)
-    actions.append(replace(metadata, configuration=configuration))
+        message = features.upgrade_note(protocol, upgraded)
+    new_metadata = replace(metadata, configuration=configuration)
+    features.check_cdc_columns(new_metadata)
+    actions.append(new_metadata)
     txn.stage(actions)
     parameters = {"properties": json.dumps({**given, **requested})}
     committed = ctx.commit(txn, "SET TBLPROPERTIES", parameters, {})
     return commit_result(
-        text, statement.target.display, "SET TBLPROPERTIES", committed, txn.read_version
+        text,
+        statement.target.display,
+        "SET TBLPROPERTIES",
+        committed,
+        txn.read_version,
+        message=message,
     )
 
 
@@ -219,6 +228,8 @@ def upgrade_protocol(protocol: Protocol, configuration: dict[str, str]) -> Proto
         wanted.append("appendOnly")
     if properties.in_commit_timestamps_enabled(configuration):
         wanted.append("inCommitTimestamp")
+    if properties.change_data_feed_enabled(configuration):
+        wanted.append("changeDataFeed")
     for key, value in configuration.items():
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
             wanted.append(key[len("delta.feature.") :])

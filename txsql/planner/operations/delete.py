@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 
 from pyroaring import BitMap64
 
+from txsql.engine.changes import cdf_enabled
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.changes import StatementChanges, delete_changes
 from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.dml.jobs import JobCounter, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
@@ -31,7 +33,13 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
     started = time.perf_counter()
     target = open_target(ctx, statement.target, statement.alias, statement.where, "DELETE")
     outcome = DeletionOutcome()
+    changes = StatementChanges()
     jobs = JobCounter()
+
+    def cleanup() -> None:
+        outcome.cleanup()
+        changes.cleanup()
+
     try:
         plan = target.plan(whole_files=True)
         scan_ms = 0
@@ -53,10 +61,13 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
             if f.deletion_vector is not None:
                 outcome.num_dvs_removed += 1
         _record_reads(target, plan.scan, plan.whole, outcome.matched_rows_by_file)
+        if cdf_enabled(target.snapshot):
+            changes = delete_changes(ctx, target.snapshot, outcome, plan.whole)
+            actions += changes.actions
         assert target.txn is not None
         target.txn.stage(actions)
     except BaseException:
-        outcome.cleanup()
+        cleanup()
         raise
     finally:
         target.close()
@@ -64,7 +75,7 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
     metrics = {
         "numRemovedFiles": outcome.num_removed_files,
         "numAddedFiles": outcome.num_added_files,
-        "numAddedChangeFiles": 0,
+        "numAddedChangeFiles": changes.count,
         **outcome.dv_metrics(),
         "numDeletedRows": deleted or 0,
         "numCopiedRows": outcome.num_copied_rows,
@@ -94,7 +105,7 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
         parameters,
         metrics,
         result_metrics,
-        outcome.cleanup,
+        cleanup,
     )
 
 

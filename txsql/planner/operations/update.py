@@ -17,12 +17,14 @@ import time
 
 from sqlglot import exp
 
+from txsql.engine.changes import cdf_enabled
 from txsql.engine.names import fresh_names
 from txsql.engine.scan import resolve_path, snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.errors import SchemaError, TxSqlError
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.changes import StatementChanges, update_changes
 from txsql.planner.dml.column_defs import refuse_identity_updates
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
@@ -47,12 +49,14 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
         [c for c, _ in assignments], target.snapshot.schema_json, target.display
     )
     outcome = DeletionOutcome()
+    changes = StatementChanges()
     adds: list[AddFile] = []
     written: list[str] = []
     scan_ms = rewrite_ms = jobs = 0
 
     def cleanup() -> None:
         outcome.cleanup()
+        changes.cleanup()
         for path in written:
             _unlink(path)
 
@@ -115,7 +119,9 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 )
         assert target.txn is not None
         target.txn.record_scan(target.predicate, plan.scan, outcome.matched_rows_by_file)
-        actions: list[Action] = [*outcome.actions, *adds]
+        if cdf_enabled(target.snapshot) and outcome.num_deleted_rows:
+            changes = update_changes(ctx, target.snapshot, outcome, adds)
+        actions: list[Action] = [*outcome.actions, *adds, *changes.actions]
         target.txn.stage(actions)
     except BaseException:
         cleanup()
@@ -126,7 +132,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     metrics = {
         "numAddedFiles": len(adds) + outcome.num_added_files,
         "numRemovedFiles": outcome.num_removed_files,
-        "numAddedChangeFiles": 0,
+        "numAddedChangeFiles": changes.count,
         **outcome.dv_metrics(),
         "numUpdatedRows": updated,
         "numCopiedRows": outcome.num_copied_rows,

@@ -148,6 +148,7 @@ def table_definition(
         description=statement.comment,
         created_time=int(time.time() * 1000),
     )
+    features.check_cdc_columns(metadata)
     protocol = features.protocol_for_new_table(configuration)
     protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
     # CHECK/NOT NULL/generated/identity columns list their writer features.

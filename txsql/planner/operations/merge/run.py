@@ -40,10 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
 
+from txsql.engine.changes import cdf_enabled
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
+from txsql.planner.dml.changes import StatementChanges
 from txsql.planner.dml.column_defs import merge_with_defaults
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
@@ -52,6 +54,7 @@ from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import commit_result, scan_files
 from txsql.planner.operations.merge import execute as mx
+from txsql.planner.operations.merge.changes import merge_changes
 from txsql.planner.operations.merge.check import (
     SourceRows,
     capture_source,
@@ -109,7 +112,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     outcome = DeletionOutcome()
     try:
         with counting_jobs() as jobs:
-            summary, source_rows, new_files, outcome = _execute(
+            summary, source_rows, new_files, outcome, changes = _execute(
                 ctx, plan, snapshot, files, source, target.display, metrics
             )
     except BaseException:
@@ -119,10 +122,11 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     # ids (anti-join): its removed files are judged by the join check instead.
     matched = None if plan.join == "insert_only" else summary.matched
     record_merge_read(ctx.spark, txn, statement, plan, snapshot, files, source_rows, matched)
-    txn.stage([*outcome.actions, *new_files])
+    txn.stage([*outcome.actions, *new_files, *changes.actions])
     metrics["numSourceRows"] = summary.num_source_rows
     metrics["materializeSourceTimeMs"] = 0  # the classified rows are persisted instead
     metrics.update(_metrics(plan, summary, new_files, outcome))
+    metrics["numTargetChangeFilesAdded"] = changes.count
     metrics["executionTimeMs"] = _ms_since(started)
     committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
     result_metrics = {**_result_metrics(metrics), "spark_jobs": jobs.jobs}
@@ -137,7 +141,7 @@ def _execute(
     source: DataFrame,
     table: str,
     metrics: dict[str, int],
-) -> tuple[mx.Summary, SourceRows | None, list[AddFile], DeletionOutcome]:
+) -> tuple[mx.Summary, SourceRows | None, list[AddFile], DeletionOutcome, StatementChanges]:
     """The Spark side of a MERGE: at most three jobs (source, new rows, summary).
 
     The source is persisted for the statement: the join, the source count and the
@@ -147,6 +151,7 @@ def _execute(
     """
     clock = time.perf_counter()
     new_files: list[AddFile] = []
+    changes = StatementChanges()
     try:
         with mx.persisted(mx.with_source_marker(source)) as src:
             # Job 1 fills the source's cache (and the conflict check's copy of its ON
@@ -188,11 +193,14 @@ def _execute(
                 outcome = DeletionOutcome()
                 if summary.changed:
                     outcome = delete_found_rows(ctx, snapshot, summary.changed, candidates=files)
+                    if cdf_enabled(snapshot):  # change rows need the persisted rows
+                        changes = merge_changes(ctx, snapshot, plan, rows, outcome, table)
                 metrics["rewriteTimeMs"] = _ms_since(clock)
     except BaseException:
         _remove_files(snapshot.table_root, new_files)
+        changes.cleanup()
         raise
-    return summary, source_rows, new_files, outcome
+    return summary, source_rows, new_files, outcome, changes
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:

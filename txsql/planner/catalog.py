@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from txsql.errors import (
     SqlError,
@@ -97,6 +97,9 @@ class Catalog:
         self._logs: dict[str, DeltaLog] = {}
         self.schemas = SchemaCatalog(self.warehouse, self._fs)
         self.current_schema = DEFAULT_SCHEMA  # USE changes it, per session
+        # Session temp views over txsql tables (lower-case name -> their sqlglot query):
+        # resolved again by each statement that names them (see planner/operations/views).
+        self.views: dict[str, Any] = {}
 
     # --- names ------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from txsql.planner.operations.alter import (
     run_set_properties,
     run_unset_properties,
 )
+from txsql.planner.operations.clone import run_clone
 from txsql.planner.operations.columns import run_drop_columns, run_rename_column
 from txsql.planner.operations.constraints import (
     run_add_constraint,
@@ -38,6 +39,7 @@ from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.operations.overwrite import run_insert_overwrite
 from txsql.planner.operations.query import run_query
 from txsql.planner.operations.rename import run_rename
+from txsql.planner.operations.replace import run_create_or_replace
 from txsql.planner.operations.restore import run_restore
 from txsql.planner.operations.schemas import (
     run_create_schema,
@@ -50,7 +52,8 @@ from txsql.planner.operations.show_create import run_show_create_table
 from txsql.planner.operations.truncate import run_truncate
 from txsql.planner.operations.update import run_update
 from txsql.planner.operations.vacuum import run_vacuum
-from txsql.planner.operations.writes import run_create_table, run_insert
+from txsql.planner.operations.views import run_create_view, run_spark_statement
+from txsql.planner.operations.writes import run_insert
 from txsql.planner.sql.statements import (
     AlterAddColumns,
     AlterAddConstraint,
@@ -60,8 +63,10 @@ from txsql.planner.sql.statements import (
     AlterRenameColumn,
     AlterSetProperties,
     AlterUnsetProperties,
+    CloneTable,
     CreateSchema,
     CreateTable,
+    CreateView,
     Delete,
     DescribeDetail,
     DescribeHistory,
@@ -81,6 +86,7 @@ from txsql.planner.sql.statements import (
     ShowSchemas,
     ShowTables,
     ShowTblProperties,
+    SparkStatement,
     TruncateTable,
     Update,
     UseSchema,
@@ -105,7 +111,10 @@ def _run_explain(ctx: RunContext, statement: Explain, text: str) -> Result:
 
 
 STATEMENTS: dict[type, Entry] = {
-    CreateTable: Entry(run_create_table),
+    CreateTable: Entry(run_create_or_replace),
+    CloneTable: Entry(run_clone),
+    CreateView: Entry(run_create_view),
+    SparkStatement: Entry(run_spark_statement),
     InsertInto: Entry(run_insert),
     InsertOverwrite: Entry(run_insert_overwrite),
     Query: Entry(run_query, explain_query),

@@ -15,6 +15,7 @@ from pyroaring import BitMap64
 from sqlglot import exp
 
 from txsql.engine.scan import scan_snapshot, snapshot_row_ids
+from txsql.errors import SqlError
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
@@ -46,7 +47,11 @@ def query_dataframe(
 
 
 def substitute_tables(
-    ctx: RunContext, query: exp.Expr, txn: Transaction | None = None
+    ctx: RunContext,
+    query: exp.Expr,
+    txn: Transaction | None = None,
+    *,
+    open_views: frozenset[str] = frozenset(),
 ) -> tuple[exp.Expr, dict[str, int]]:
     """Replace each txsql table in ``query`` by a temp view over its snapshot."""
     if txn is None and ctx.explicit is not None:
@@ -56,6 +61,13 @@ def substitute_tables(
     versions: dict[str, int] = {}
     for table in list(query.find_all(exp.Table)):
         ref = table_ref(table)
+        if ref.name is not None and ref.name.lower() not in cte_names:
+            view = ctx.catalog.views.get(ref.name.lower())
+            if view is not None and not table.args.get("db"):
+                # A txsql temp view: its text, resolved again now (latest versions).
+                subquery = expand_view(ctx, ref.name, view, table, txn, versions, open_views)
+                table.replace(subquery)
+                continue
         if ref.name is not None and (ref.name.lower() in cte_names or not _is_txsql(ctx, ref)):
             continue  # a CTE, Spark table or temp view: Spark resolves it
         snapshot = _read_snapshot(ctx, ref, txn, table)
@@ -68,6 +80,42 @@ def substitute_tables(
             replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         table.replace(replacement)
     return query, versions
+
+
+def expand_view(
+    ctx: RunContext,
+    name: str,
+    view: exp.Expr,
+    table: exp.Table,
+    txn: Transaction | None,
+    versions: dict[str, int],
+    open_views: frozenset[str] = frozenset(),
+) -> exp.Subquery:
+    """The view's query, its tables substituted as of now, as an aliased subquery.
+
+    The rule (as for a Spark view over a Delta table): a temp view over txsql tables reads
+    their LATEST committed version (or the open transaction's snapshot) each time a
+    statement references it, never the version current when the view was created.
+    """
+    key = name.lower()
+    if key in open_views:
+        raise SqlError(
+            f"view {name} refers to itself (directly or through other views)",
+            hint="Recreate the view over tables, not over itself.",
+        )
+    if version_of(table) is not None:
+        raise SqlError(
+            f"time travel on view {name} is not supported",
+            hint="Put VERSION AS OF on the tables inside the view's query instead.",
+        )
+    inner, inner_versions = substitute_tables(ctx, view, txn, open_views=open_views | {key})
+    versions.update(inner_versions)
+    alias = table.alias or name
+    return exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def version_of(table: exp.Table) -> exp.Expr | None:
+    return table.args.get("version")
 
 
 def _is_txsql(ctx: RunContext, ref: TableRef) -> bool:

@@ -18,6 +18,10 @@ other hidden (``_``/``.``-prefixed) entries are never touched. The retention def
 ``delta.deletedFileRetentionDuration`` (7 days); a shorter RETAIN is refused unless the
 Spark conf ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``.
 
+Shallow clones: files a clone's log names (live or not) are kept while the clone exists;
+clones register themselves in ``<source>/_txsql_clones/`` (see
+:mod:`txsql.planner.operations.clone`), clones of clones included.
+
 A real run commits ``VACUUM START`` (files to delete) before deleting and ``VACUUM END``
 after, both without file actions, as Delta does; DRY RUN lists the files and commits
 nothing.
@@ -31,12 +35,13 @@ import time
 from dataclasses import dataclass
 
 from txsql.engine.write import STAGING_DIR
-from txsql.errors import RetentionTooShortError, TransactionError
+from txsql.errors import RetentionTooShortError, TransactionError, TxSqlError
 from txsql.log import properties
 from txsql.log.actions import AddFile, RemoveFile
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
+from txsql.planner.operations.clone import PENDING_CLONE_MS, registered_clones
 from txsql.planner.sql.statements import VacuumTable
 from txsql.result import Result
 from txsql.storage.factory import file_io_for
@@ -78,7 +83,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
     location = parse_location(snapshot.table_root)
     root = location.root
     cutoff = int(time.time() * 1000) - retain_ms
-    keep = referenced_files(snapshot, root, cutoff)
+    keep = referenced_files(snapshot, root, cutoff) | clone_files(log, root)
     owned = Ownership(logged_files(log, snapshot, root), creation_time_ms(log, snapshot))
     sizes = files_to_delete(root, keep, cutoff, owned)
     doomed = sorted(sizes)
@@ -267,6 +272,41 @@ def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:
             if isinstance(action, (AddFile, RemoveFile)):
                 entries.append((action.path, action.deletion_vector))
     return _local_paths(root, entries)
+
+
+def clone_files(log: DeltaLog, root: str) -> set[str]:
+    """Local paths that shallow clones of this table (and their clones) reference.
+
+    A clone's VACUUM never reaches here for the source's files (they are outside its
+    root); this keeps the source's VACUUM from deleting files a clone still reads.
+    """
+    keep: set[str] = set()
+    if not is_local_location(root):
+        return keep  # clones are local-only (CLONE refuses object stores)
+    now = int(time.time() * 1000)
+    seen: set[str] = set()
+    pending = [(root, log)]
+    while pending:
+        source_root, source_log = pending.pop()
+        for entry in registered_clones(source_root):
+            clone_root = os.path.normpath(entry.clone_root)
+            if clone_root in seen:
+                continue
+            seen.add(clone_root)
+            clone_log = DeltaLog.for_path(clone_root)
+            if clone_log.exists():
+                clone = clone_log.snapshot()
+                keep |= logged_files(clone_log, clone, clone_root)
+                pending.append((clone_root, clone_log))
+            elif entry.created_ms > now - PENDING_CLONE_MS:
+                # Being created (the entry is written before the clone's commit).
+                try:
+                    copied = source_log.snapshot(entry.source_version)
+                except TxSqlError:  # that version is gone: keep all the source ever named
+                    copied = source_log.snapshot()
+                    keep |= logged_files(source_log, copied, source_root)
+                keep |= referenced_files(copied, source_root, now)
+    return keep
 
 
 def creation_time_ms(log: DeltaLog, snapshot: Snapshot) -> int | None:

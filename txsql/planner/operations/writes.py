@@ -12,7 +12,7 @@ from txsql.engine.write import write_data_files
 from txsql.engine.write_rules import generated_high_water_marks
 from txsql.errors import SchemaError, TableExistsError, TransactionError
 from txsql.log import features, properties
-from txsql.log.actions import Action, AddFile, Metadata
+from txsql.log.actions import Action, AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules, with_high_water_marks
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
@@ -80,38 +80,13 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             df, _ = query_dataframe(ctx, statement.query)
             schema_json = df.schema.jsonValue()
         else:
-            schema_json = _schema_from_columns(ctx, statement)
-        _check_partition_columns(statement, schema_json)
+            schema_json = schema_from_columns(ctx, statement)
+        check_partition_columns(statement, schema_json)
         if statement.columns:
             check_column_rules(
                 ctx.spark, statement.columns, schema_json["fields"], statement.partition_columns
             )
-        configuration = {"delta.enableDeletionVectors": "true"}
-        requested: dict[str, str] = {}
-        for key, value in statement.properties:
-            canonical = properties.canonical_key(key)
-            checked = properties.validate_property(key, value)
-            if canonical in PROTOCOL_KEYS:
-                requested[canonical] = checked
-            else:
-                configuration[canonical] = checked
-        # 'name' column mapping: ids and col-<uuid> physical names from the start.
-        schema_json, configuration = map_new_table(schema_json, configuration)
-        metadata = Metadata(
-            id=str(uuid.uuid4()),
-            schema_string=json.dumps(schema_json, separators=(",", ":")),
-            partition_columns=statement.partition_columns,
-            configuration=configuration,
-            description=statement.comment,
-            created_time=int(time.time() * 1000),
-        )
-        features.check_cdc_columns(metadata)
-        protocol = features.protocol_for_new_table(configuration)
-        protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
-        # CHECK/NOT NULL/generated/identity columns list their writer features.
-        protocol = features.upgrade_for_metadata(protocol, metadata)
-        if any(c.default is not None for c in statement.columns):
-            require_defaults_feature(protocol, ref.display)
+        protocol, metadata = table_definition(statement, schema_json, str(uuid.uuid4()))
         actions: list[Action] = [protocol, metadata]
         claimed = False
         if ref.name is not None:
@@ -128,7 +103,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             if df is not None:
                 adds = write_data_files(ctx.spark, df, log.table_root, metadata)
                 actions.extend(adds)
-            operation = "CREATE TABLE AS SELECT" if df is not None else "CREATE TABLE"
+            operation = create_operation(statement)
             parameters = {
                 "isManaged": json.dumps(statement.location is None),
                 "description": statement.comment,
@@ -137,11 +112,11 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             }
             txn.stage(actions)
             committed = txn.commit(
-                operation, parameters, _write_metrics(adds) if df is not None else {}
+                operation, parameters, write_metrics(adds) if df is not None else {}
             )
         except BaseException as exc:
             # Our files were never committed: nobody else can reference them.
-            _delete_files(log.table_root, adds)
+            delete_files(log.table_root, adds)
             release_location(location, remove_root=not root_existed)
             if claimed:
                 ctx.catalog.release(ref, location)
@@ -150,7 +125,48 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             raise
     if ref.name is not None:
         ctx.catalog.claim(ref, location)  # idempotent; restores an entry a loser released
-    return _commit_result(text, ref.display, committed, adds if df is not None else None)
+    return commit_write_result(text, ref.display, committed, adds if df is not None else None)
+
+
+def table_definition(
+    statement: CreateTable, schema_json: dict[str, Any], table_id: str
+) -> tuple[Protocol, Metadata]:
+    """The protocol and metadata a CREATE (or REPLACE) of ``statement`` writes."""
+    configuration = {"delta.enableDeletionVectors": "true"}
+    requested: dict[str, str] = {}
+    for key, value in statement.properties:
+        canonical = properties.canonical_key(key)
+        checked = properties.validate_property(key, value)
+        if canonical in PROTOCOL_KEYS:
+            requested[canonical] = checked
+        else:
+            configuration[canonical] = checked
+    # 'name' column mapping: ids and col-<uuid> physical names from the start.
+    schema_json, configuration = map_new_table(schema_json, configuration)
+    metadata = Metadata(
+        id=table_id,
+        schema_string=json.dumps(schema_json, separators=(",", ":")),
+        partition_columns=statement.partition_columns,
+        configuration=configuration,
+        description=statement.comment,
+        created_time=int(time.time() * 1000),
+    )
+    features.check_cdc_columns(metadata)
+    protocol = features.protocol_for_new_table(configuration)
+    protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
+    # CHECK/NOT NULL/generated/identity columns list their writer features.
+    protocol = features.upgrade_for_metadata(protocol, metadata)
+    if any(c.default is not None for c in statement.columns):
+        require_defaults_feature(protocol, statement.target.display)
+    return protocol, metadata
+
+
+def create_operation(statement: CreateTable) -> str:
+    """Delta's operation name: CREATE [OR REPLACE] TABLE / REPLACE TABLE [AS SELECT]."""
+    name = {"": "CREATE TABLE", "REPLACE": "REPLACE TABLE"}.get(
+        statement.replace, "CREATE OR REPLACE TABLE"
+    )
+    return name + (" AS SELECT" if statement.query is not None else "")
 
 
 def _exists(statement: CreateTable, text: str, log: DeltaLog) -> Result:
@@ -167,7 +183,7 @@ def _exists(statement: CreateTable, text: str, log: DeltaLog) -> Result:
     )
 
 
-def _delete_files(root: str, adds: list[AddFile]) -> None:
+def delete_files(root: str, adds: list[AddFile]) -> None:
     for add in adds:
         delete_quietly(data_file_path(root, add.path))
 
@@ -194,8 +210,8 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-    committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
-    return _commit_result(text, statement.target.display, committed, adds, txn.read_version)
+    committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
+    return commit_write_result(text, statement.target.display, committed, adds, txn.read_version)
 
 
 def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) -> Result:
@@ -212,8 +228,8 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     adds = write_data_files(ctx.spark, conformed, root, metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-    committed = ctx.commit(txn, "WRITE", parameters, _write_metrics(adds))
-    return _commit_result(f"append to {table}", table, committed, adds, txn.read_version)
+    committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
+    return commit_write_result(f"append to {table}", table, committed, adds, txn.read_version)
 
 
 def _with_defaults(statement: InsertInto, schema_json: dict[str, Any]) -> InsertInto:
@@ -266,7 +282,7 @@ def _as_query(statement: InsertInto) -> Any:
     return query
 
 
-def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, Any]:
+def schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, Any]:
     if not statement.columns:
         raise SchemaError(
             f"CREATE TABLE {statement.target.display} needs columns or AS SELECT",
@@ -288,7 +304,7 @@ def _schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, A
     return {"type": "struct", "fields": fields}
 
 
-def _check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]) -> None:
+def check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]) -> None:
     names = [f["name"] for f in schema_json["fields"]]
     missing = [p for p in statement.partition_columns if p not in names]
     if missing:
@@ -302,7 +318,7 @@ def _check_partition_columns(statement: CreateTable, schema_json: dict[str, Any]
         )
 
 
-def _write_metrics(adds: list[AddFile]) -> dict[str, int]:
+def write_metrics(adds: list[AddFile]) -> dict[str, int]:
     return {
         "numFiles": len(adds),
         "numOutputBytes": sum(a.size for a in adds),
@@ -314,7 +330,7 @@ def _num_records(add: AddFile) -> int:
     return int(json.loads(add.stats).get("numRecords", 0)) if add.stats else 0
 
 
-def _commit_result(
+def commit_write_result(
     text: str,
     table: str,
     committed: CommitResult | None,

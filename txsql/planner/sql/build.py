@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import sqlglot
@@ -18,7 +19,18 @@ from sqlglot.errors import ParseError
 
 from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
 from txsql.planner.sql import commands, ddl, dml, merge
-from txsql.planner.sql.dialect import DIALECT, SPARK, Optimize, Reorg, Restore, Show, Vacuum
+from txsql.planner.sql.dialect import (
+    DIALECT,
+    SPARK,
+    MergeWithEvolution,
+    Optimize,
+    Reorg,
+    ReplaceTable,
+    Restore,
+    Show,
+    Vacuum,
+)
+from txsql.planner.sql.dialect import CloneTable as DialectClone
 from txsql.planner.sql.nodes import (
     column_spec,
     no_time_travel,
@@ -27,12 +39,15 @@ from txsql.planner.sql.nodes import (
     table_node,
     table_ref,
 )
+from txsql.planner.sql.passthrough import build_passthrough
 from txsql.planner.sql.statements import (
     STATEMENT_NAMES,
     Begin,
+    CloneTable,
     ColumnSpec,
     Commit,
     CreateTable,
+    CreateView,
     DescribeHistory,
     Explain,
     InsertInto,
@@ -59,6 +74,9 @@ def build_statement(expression: exp.Expr) -> Statement:
             if statement is not None:
                 return statement
             break
+    passthrough = build_passthrough(expression)
+    if passthrough is not None:
+        return passthrough
     raise UnsupportedStatementError(
         f"{_kind(expression)} statements are not supported yet",
         hint=f"txsql runs {supported_statements()}.",
@@ -69,11 +87,71 @@ def _create(create: exp.Create) -> Statement | None:
     kind = str(create.kind or "").upper()
     if kind in ("SCHEMA", "DATABASE"):
         return ddl.build_create_schema(create)
+    if kind == "VIEW":
+        return _create_view(create)
     return _create_table(create) if kind == "TABLE" else None
 
 
 def _alter(alter: exp.Alter) -> Statement | None:
     return ddl.build_rename(alter) or commands.build_command(alter)
+
+
+def _replace_table(replace: ReplaceTable) -> CreateTable:
+    create = replace.this
+    if not isinstance(create, exp.Create) or create.kind != "TABLE":
+        raise SqlError("REPLACE TABLE needs a table definition", hint=_REPLACE_EXAMPLE)
+    return _create_table(create, "REPLACE")
+
+
+def _clone(clone: DialectClone) -> CloneTable:
+    target = no_time_travel(table_ref(table_node(clone.this)), "CREATE TABLE ... CLONE")
+    properties = tuple(
+        (property_key(p.this), property_value(p.args["value"]))
+        for p in clone.args.get("properties") or []
+    )
+    return CloneTable(
+        target=target,
+        source=table_ref(table_node(clone.args["source"])),
+        replace=str(clone.args.get("replace") or ""),
+        if_not_exists=bool(clone.args.get("exists")),
+        location=clone.args.get("location"),
+        properties=properties,
+        shallow=bool(clone.args.get("shallow")),
+    )
+
+
+def _create_view(create: exp.Create) -> CreateView:
+    properties = create.args.get("properties")
+    temporary = any(
+        isinstance(p, exp.TemporaryProperty) for p in (properties.expressions if properties else [])
+    )
+    if not temporary:
+        # A permanent view lives in Spark's metastore, outside txsql: it would pin
+        # whatever txsql resolved at creation time.
+        raise UnsupportedStatementError(
+            "CREATE VIEW (a permanent view) is not supported",
+            hint="Use CREATE TEMP VIEW v AS SELECT ...: txsql keeps it in the session and "
+            "re-reads the latest version of its tables each time it is queried.",
+        )
+    query = create.expression
+    if not isinstance(query, exp.Query):
+        raise SqlError(
+            "CREATE TEMP VIEW needs AS SELECT ...", hint="CREATE TEMP VIEW v AS SELECT 1"
+        )
+    name = create.this
+    if isinstance(name, exp.Schema):
+        raise UnsupportedStatementError(
+            "a column list on CREATE TEMP VIEW is not supported",
+            hint="Name the columns in the SELECT with AS instead.",
+        )
+    if not isinstance(name, exp.Table) or name.args.get("db"):
+        raise SqlError("a temp view takes a plain name", hint="CREATE TEMP VIEW v AS SELECT 1")
+    return CreateView(
+        name=name.name,
+        query=query,
+        replace=bool(create.args.get("replace")),
+        if_not_exists=bool(create.args.get("exists")),
+    )
 
 
 def _insert_any(insert: exp.Insert) -> Statement:
@@ -119,15 +197,14 @@ def _explain(command: exp.Command) -> Explain:
     return Explain(build_statement(parsed[0]), text)
 
 
-def _create_table(create: exp.Create) -> CreateTable:
+def _create_table(create: exp.Create, replace: str = "") -> CreateTable:
     target = create.this
-    if create.args.get("replace"):
-        # Accepting OR REPLACE and creating instead would fail on the second run or, worse,
-        # read as "replaced" when it was not; real REPLACE (a new version of the same table
-        # removing every file) is not implemented yet, so refuse it by name.
-        raise UnsupportedStatementError(
-            "CREATE OR REPLACE TABLE is not supported yet",
-            hint=_REPLACE_HINT,
+    if not replace and create.args.get("replace"):
+        replace = "CREATE OR REPLACE"
+    if replace and create.args.get("exists"):
+        raise SqlError(
+            f"{replace} TABLE cannot be combined with IF NOT EXISTS",
+            hint="Use one of them: CREATE OR REPLACE TABLE t ... or CREATE TABLE IF NOT EXISTS t.",
         )
     columns: tuple[ColumnSpec, ...] = ()
     if isinstance(target, exp.Schema):
@@ -175,13 +252,11 @@ def _create_table(create: exp.Create) -> CreateTable:
         if_not_exists=bool(create.args.get("exists")),
         query=query,
         comment=comment,
+        replace=replace,
     )
 
 
-_REPLACE_HINT = (
-    "DROP TABLE t and CREATE it again (its history is lost), or use CREATE TABLE IF NOT "
-    "EXISTS and then INSERT OVERWRITE to replace its rows (history kept)."
-)
+_REPLACE_EXAMPLE = "e.g. REPLACE TABLE t (id BIGINT) or REPLACE TABLE t AS SELECT ..."
 
 
 def _partition_names(node: exp.Expr) -> list[str]:
@@ -230,10 +305,13 @@ def _kind(expression: exp.Expr) -> str:
 
 BUILDERS: dict[type[exp.Expr], Builder] = {
     exp.Create: _create,
+    ReplaceTable: _replace_table,
+    DialectClone: _clone,
     exp.Insert: _insert_any,
     exp.Query: Query,
     exp.Describe: _describe,
     exp.Merge: merge.build_merge,
+    MergeWithEvolution: lambda node: replace(merge.build_merge(node.this), schema_evolution=True),
     exp.Delete: dml.build_delete,
     exp.Update: dml.build_update,
     exp.Command: _command,

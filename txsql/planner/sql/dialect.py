@@ -22,7 +22,6 @@ from sqlglot.generators.databricks import DatabricksGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 from sqlglot.tokens import TokenType
 
-from txsql.errors import UnsupportedStatementError
 from txsql.planner.sql.show import Show, parse_show, show_sql
 
 DIALECT = "txsql"
@@ -54,6 +53,34 @@ class Restore(exp.Expression):
     """``RESTORE [TABLE] t [TO] VERSION|TIMESTAMP AS OF x``; ``kind`` names which."""
 
     arg_types: ClassVar[dict[str, Any]] = {"this": True, "kind": True, "expression": True}
+
+
+class ReplaceTable(exp.Expression):
+    """Delta's ``REPLACE TABLE ...``: ``this`` is the parsed CREATE (the table must exist)."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True}
+
+
+class CloneTable(exp.Expression):
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE src [AS OF]``,
+    also ``REPLACE TABLE t ... CLONE``; ``replace`` is "", "CREATE OR REPLACE" or "REPLACE",
+    ``properties`` the TBLPROPERTIES pairs, ``location`` the LOCATION string."""
+
+    arg_types: ClassVar[dict[str, Any]] = {
+        "this": True,
+        "source": True,
+        "shallow": True,
+        "replace": False,
+        "exists": False,
+        "location": False,
+        "properties": False,
+    }
+
+
+class MergeWithEvolution(exp.Expression):
+    """``MERGE WITH SCHEMA EVOLUTION INTO ...``: ``this`` is the parsed MERGE."""
+
+    arg_types: ClassVar[dict[str, Any]] = {"this": True}
 
 
 class UnsetTableProperties(exp.Expression):
@@ -133,6 +160,59 @@ def _parse_unset(parser: Any) -> UnsetTableProperties:
     exists = parser._parse_exists()
     keys = parser._parse_wrapped_csv(parser._parse_field)
     return UnsetTableProperties(expressions=keys, exists=bool(exists))
+
+
+def _try_parse_clone(parser: Any) -> CloneTable | None:
+    """Parse ``[CREATE [OR REPLACE] | REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE``.
+
+    Returns None (having consumed nothing) when the statement is no CLONE; sqlglot itself
+    reads only a bare ``SHALLOW CLONE src`` and falls back to an opaque command otherwise.
+    """
+    start = parser._index
+    if parser._match(TokenType.REPLACE):
+        replace = "REPLACE"
+    else:
+        parser._match(TokenType.CREATE)
+        replace = "CREATE OR REPLACE" if parser._match_pair(TokenType.OR, TokenType.REPLACE) else ""
+    if not parser._match(TokenType.TABLE):
+        parser._retreat(start)
+        return None
+    exists = bool(parser._parse_exists(not_=True))
+    target = parser._parse_table_parts(schema=True)
+    if not isinstance(target, exp.Table) or not parser._match_texts(("SHALLOW", "DEEP")):
+        parser._retreat(start)
+        return None
+    shallow = parser._prev.text.upper() == "SHALLOW"
+    if not parser._match_text_seq("CLONE"):
+        parser._retreat(start)
+        return None
+    source = parser._parse_table_parts()
+    if not isinstance(source, exp.Table):
+        parser.raise_error("Expected the source table after CLONE")
+    version = parser._parse_version()
+    if version is not None:
+        source.set("version", version)
+    location: str | None = None
+    properties: list[exp.Expr] = []
+    while True:
+        if parser._match_text_seq("LOCATION"):
+            string = parser._parse_string()
+            if string is None:
+                parser.raise_error("Expected a string after LOCATION")
+            location = string.name
+        elif parser._match_text_seq("TBLPROPERTIES"):
+            properties.extend(parser._parse_wrapped_csv(parser._parse_property))
+        else:
+            break
+    return CloneTable(
+        this=target,
+        source=source,
+        shallow=shallow,
+        replace=replace,
+        exists=exists,
+        location=location,
+        properties=properties,
+    )
 
 
 def _time_travel_suffix(parser: Any) -> exp.Version:
@@ -224,16 +304,28 @@ class TxSql(Databricks):
                 return _STATEMENTS[curr.text.upper()](self)
             if (
                 curr is not None
-                and curr.text.upper() == "REPLACE"
+                and curr.token_type == TokenType.MERGE
+                and self._next is not None
+                and self._next.token_type == TokenType.WITH
+            ):
+                self._advance()
+                if not self._match_text_seq("WITH", "SCHEMA", "EVOLUTION"):
+                    self.raise_error("Expected MERGE WITH SCHEMA EVOLUTION INTO ...")
+                return MergeWithEvolution(this=self._parse_merge())
+            if curr is not None and curr.token_type in (TokenType.CREATE, TokenType.REPLACE):
+                clone = _try_parse_clone(self)
+                if clone is not None:
+                    return clone
+            if (
+                curr is not None
+                and curr.token_type == TokenType.REPLACE
                 and self._next is not None
                 and self._next.token_type == TokenType.TABLE
             ):
-                # Delta's REPLACE TABLE: refused by name rather than as a syntax error.
-                raise UnsupportedStatementError(
-                    "REPLACE TABLE is not supported yet",
-                    hint="DROP TABLE t and CREATE it again (history is lost), or use CREATE "
-                    "TABLE IF NOT EXISTS and then INSERT OVERWRITE (history is kept).",
-                )
+                # Delta's REPLACE TABLE: sqlglot's CREATE rule reads the rest (it takes a
+                # REPLACE start token as OR REPLACE); the wrapper says the table must exist.
+                self._advance()
+                return ReplaceTable(this=self._parse_create())
             return super()._parse_statement()
 
         def _parse_table_parts(self, *args: Any, **kwargs: Any) -> exp.Table | exp.Dot | None:
@@ -277,6 +369,13 @@ class TxSql(Databricks):
                 f"RESTORE TABLE {self.sql(e, 'this')} TO {e.args['kind']} AS OF "
                 f"{self.sql(e, 'expression')}"
             ),
+            ReplaceTable: lambda self, e: (
+                "REPLACE" + self.sql(e, "this")[len("CREATE OR REPLACE") :]
+            ),
+            CloneTable: lambda self, e: _clone_sql(self, e),
+            MergeWithEvolution: lambda self, e: (
+                "MERGE WITH SCHEMA EVOLUTION " + self.sql(e, "this")[len("MERGE ") :]
+            ),
             UnsetTableProperties: lambda self, e: (
                 "UNSET TBLPROPERTIES "
                 + ("IF EXISTS " if e.args.get("exists") else "")
@@ -296,6 +395,19 @@ def _reorg_sql(gen: Any, e: Reorg) -> str:
     return f"REORG TABLE {gen.sql(e, 'this')}{gen.sql(e, 'where')} APPLY (PURGE)"
 
 
+def _clone_sql(gen: Any, e: CloneTable) -> str:
+    replace = e.args.get("replace") or ""
+    text = "REPLACE" if replace == "REPLACE" else ("CREATE OR REPLACE" if replace else "CREATE")
+    text += " TABLE " + ("IF NOT EXISTS " if e.args.get("exists") else "")
+    text += f"{gen.sql(e, 'this')} {'SHALLOW' if e.args.get('shallow') else 'DEEP'} CLONE "
+    text += gen.sql(e, "source")
+    if e.args.get("properties"):
+        text += f" TBLPROPERTIES ({gen.expressions(e, 'properties', flat=True)})"
+    if e.args.get("location"):
+        text += f" LOCATION '{e.args['location']}'"
+    return text
+
+
 def _vacuum_sql(gen: Any, e: Vacuum) -> str:
     text = f"VACUUM {gen.sql(e, 'this')}"
     if e.args.get("retain") is not None:
@@ -306,8 +418,11 @@ def _vacuum_sql(gen: Any, e: Vacuum) -> str:
 __all__ = [
     "DIALECT",
     "SPARK",
+    "CloneTable",
+    "MergeWithEvolution",
     "Optimize",
     "Reorg",
+    "ReplaceTable",
     "Restore",
     "Show",
     "TxSql",

@@ -51,6 +51,39 @@ class CreateTable:
     if_not_exists: bool = False
     query: exp.Query | None = None  # CREATE TABLE ... AS SELECT
     comment: str | None = None
+    # "" (plain CREATE), "CREATE OR REPLACE" (create, or replace if it exists) or
+    # "REPLACE" (the table must exist): a replace is a new version of the same table.
+    replace: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CloneTable:
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t SHALLOW|DEEP CLONE src [AS OF ...]``."""
+
+    target: TableRef
+    source: TableRef  # may carry VERSION / TIMESTAMP AS OF
+    replace: str = ""  # as CreateTable.replace
+    if_not_exists: bool = False
+    location: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()
+    shallow: bool = True  # False: DEEP CLONE copies the files into the clone
+
+
+@dataclass(frozen=True, slots=True)
+class CreateView:
+    """``CREATE [OR REPLACE] TEMP[ORARY] VIEW v AS query``."""
+
+    name: str
+    query: exp.Query
+    replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SparkStatement:
+    """A Spark-only statement (SET, CACHE, UNCACHE, DROP VIEW) Spark runs as given."""
+
+    expression: exp.Expr
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +139,9 @@ class Merge:
     source_alias: str
     on: exp.Expr
     clauses: tuple[MergeClause, ...]
+    # MERGE WITH SCHEMA EVOLUTION: source columns missing in the target are added to it
+    # for INSERT * / UPDATE SET * (also when the Spark conf autoMerge.enabled is true).
+    schema_evolution: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +415,9 @@ CommandStatement = (
 
 Statement = (
     CreateTable
+    | CloneTable
+    | CreateView
+    | SparkStatement
     | InsertInto
     | Query
     | DescribeHistory
@@ -397,7 +436,10 @@ Statement = (
 # of :data:`Statement` has an entry (tests/planner/sql/test_build.py checks), and the
 # registry has a runner for each one but the transaction controls.
 STATEMENT_NAMES: dict[type, str] = {
-    CreateTable: "CREATE TABLE",
+    CreateTable: "CREATE [OR REPLACE] TABLE / REPLACE TABLE",
+    CloneTable: "CREATE TABLE ... SHALLOW / DEEP CLONE",
+    CreateView: "CREATE TEMP VIEW",
+    SparkStatement: "Spark-only statements (SET, CACHE, UNCACHE, DROP VIEW)",
     InsertInto: "INSERT INTO",
     InsertOverwrite: "INSERT OVERWRITE / REPLACE WHERE",
     Query: "SELECT",

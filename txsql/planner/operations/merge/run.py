@@ -61,6 +61,7 @@ from txsql.planner.operations.merge.check import (
     record_merge_read,
     target_predicate,
 )
+from txsql.planner.operations.merge.evolve import evolved_metadata
 from txsql.planner.operations.merge.plan import (
     MATCHED,
     NOT_MATCHED,
@@ -96,6 +97,11 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     snapshot = txn.current_snapshot()
     assert snapshot is not None  # existing_log guarantees a committed version
     source, _ = query_dataframe(ctx, statement.source, txn)
+    evolved = evolved_metadata(ctx.spark, statement, snapshot, source)
+    if evolved is not None:  # WITH SCHEMA EVOLUTION: new columns commit with the rows
+        txn.stage([evolved])
+        snapshot = txn.current_snapshot()
+        assert snapshot is not None
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
     files = list(snapshot.files)

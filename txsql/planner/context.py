@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import TransactionError
+from txsql.errors import SchemaError, TransactionError
 from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
@@ -96,6 +96,15 @@ class RunContext:
 
         self.explicit.statement_start = statement_start(txn)
         return txn
+
+    def begin_alter(self, target: TableRef) -> tuple[Transaction, Snapshot]:
+        """The transaction and current snapshot an ALTER TABLE of ``target`` changes."""
+        if target.version is not None or target.timestamp is not None:
+            raise SchemaError("cannot ALTER a time-travel reference", hint="Name the table itself.")
+        txn = self.transaction(self.catalog.existing_log(target))
+        snapshot = txn.current_snapshot()
+        assert snapshot is not None  # existing_log refuses a table without a commit
+        return txn, snapshot
 
     def commit(
         self,

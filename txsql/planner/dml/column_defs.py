@@ -104,7 +104,7 @@ def check_column_rules(
                 one = spark.sql("SELECT 1")
                 one.select(F.expr(spec.default).cast(schema[field["name"]].dataType)).schema  # noqa: B018
             except Exception as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                first = _first_line(exc)
                 raise ConstraintDefinitionError(
                     f"DEFAULT {spec.default} for column {spec.name} is not a valid default: "
                     f"{first}",
@@ -115,7 +115,7 @@ def check_column_rules(
             try:
                 empty.select(F.expr(spec.generated).cast(schema[field["name"]].dataType)).schema  # noqa: B018
             except Exception as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                first = _first_line(exc)
                 raise ConstraintDefinitionError(
                     f"generated column {spec.name}: `{spec.generated}` does not apply to the "
                     f"table's columns: {first}",

@@ -255,10 +255,5 @@ def upgrade_protocol(protocol: Protocol, configuration: dict[str, str]) -> Proto
 
 
 def _begin(ctx: RunContext, target: Any) -> tuple[Transaction, Metadata, Protocol]:
-    if target.version is not None or target.timestamp is not None:
-        raise SchemaError("cannot ALTER a time-travel reference", hint="Name the table itself.")
-    log = ctx.catalog.existing_log(target)
-    txn = ctx.transaction(log)
-    snapshot = txn.current_snapshot()
-    assert snapshot is not None
+    txn, snapshot = ctx.begin_alter(target)
     return txn, snapshot.metadata, snapshot.protocol

@@ -191,10 +191,7 @@ def run_drop_columns(ctx: RunContext, statement: AlterDropColumns, text: str) ->
 def _begin_mapped(
     ctx: RunContext, statement: AlterRenameColumn | AlterDropColumns, what: str
 ) -> tuple[Transaction, Metadata]:
-    log = ctx.catalog.existing_log(statement.target)
-    txn = ctx.transaction(log)
-    snapshot = txn.current_snapshot()
-    assert snapshot is not None
+    txn, snapshot = ctx.begin_alter(statement.target)
     mode = mapping_mode(snapshot.metadata)
     if mode == "none":
         raise UnsupportedFeatureError(

@@ -26,7 +26,6 @@ from txsql.planner.sql.statements import (
     AlterAddConstraint,
     AlterColumn,
     AlterDropConstraint,
-    TableRef,
 )
 from txsql.result import Result
 
@@ -40,7 +39,7 @@ _SHOWN_ROW_CHARS = 300
 
 
 def run_add_constraint(ctx: RunContext, statement: AlterAddConstraint, text: str) -> Result:
-    txn, snapshot = _begin(ctx, statement.target)
+    txn, snapshot = ctx.begin_alter(statement.target)
     metadata = snapshot.metadata
     table = statement.target.display
     key = column_rules.constraint_key(statement.name)
@@ -69,7 +68,7 @@ def run_add_constraint(ctx: RunContext, statement: AlterAddConstraint, text: str
 
 
 def run_drop_constraint(ctx: RunContext, statement: AlterDropConstraint, text: str) -> Result:
-    txn, snapshot = _begin(ctx, statement.target)
+    txn, snapshot = ctx.begin_alter(statement.target)
     metadata = snapshot.metadata
     table = statement.target.display
     key = column_rules.constraint_key(statement.name)
@@ -102,7 +101,7 @@ def run_drop_constraint(ctx: RunContext, statement: AlterDropConstraint, text: s
 
 
 def run_alter_column(ctx: RunContext, statement: AlterColumn, text: str) -> Result:
-    txn, snapshot = _begin(ctx, statement.target)
+    txn, snapshot = ctx.begin_alter(statement.target)
     metadata = snapshot.metadata
     table = statement.target.display
     field = _field(metadata, statement.column, table)
@@ -148,16 +147,6 @@ def run_alter_column(ctx: RunContext, statement: AlterColumn, text: str) -> Resu
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def _begin(ctx: RunContext, target: TableRef) -> tuple[Transaction, Snapshot]:
-    if target.version is not None or target.timestamp is not None:
-        raise SchemaError("cannot ALTER a time-travel reference", hint="Name the table itself.")
-    log = ctx.catalog.existing_log(target)
-    txn = ctx.transaction(log)
-    snapshot = txn.current_snapshot()
-    assert snapshot is not None
-    return txn, snapshot
 
 
 def _field(metadata: Metadata, column: str, table: str) -> dict[str, Any]:

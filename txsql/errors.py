@@ -578,6 +578,7 @@ class ConstraintDefinitionError(SchemaError):
 __all__ = [
     "AppendOnlyTableError",
     "BucketNotFoundError",
+    "ChangeDataFeedError",
     "CharVarcharLengthError",
     "CheckConstraintViolationError",
     "CheckpointFallbackWarning",

@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from txsql.engine.write import STAGING_DIR, truncate_max, truncate_min, write_data_files
+from txsql.engine.file_stats import truncate_max, truncate_min
+from txsql.engine.write import STAGING_DIR, write_data_files
 from txsql.log.actions import Metadata
 
 pytestmark = pytest.mark.spark

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from tests.storage.moto_s3 import MotoS3
 from txsql.engine.schema import table_schema
-from txsql.engine.write import describe_written_files
+from txsql.engine.written_files import describe_written_files
 from txsql.log.actions import Metadata
 from txsql.storage import file_io_for
 

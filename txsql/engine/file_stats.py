@@ -1,0 +1,227 @@
+"""Delta per-file statistics (``stats`` JSON of an ``add``) from Parquet footers.
+
+Kept apart from the write path because these are Delta Spark's rules
+(``StatisticsCollection``), not I/O: which leaf columns get stats (the first
+``delta.dataSkippingNumIndexedCols`` (32) or those in ``delta.dataSkippingStatsColumns``),
+strings cut to a 32-char prefix (the max gets a tie-breaker so it stays an upper bound),
+timestamps as ISO strings truncated to milliseconds, no min/max for boolean, binary, array and
+map columns, and a stat omitted where the footer lacks it. Local and object-store writes both
+use them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from decimal import Decimal
+from typing import Any
+
+import pyarrow.parquet as pq
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from txsql.engine.schema import physical_name
+from txsql.log.actions import Metadata
+
+_PREFIX_LENGTH = 32
+_ASCII_MAX = 0x7F
+_UTF16_MAX = (0xDBFF, 0xDFFF)  # U+10FFFF as a UTF-16 surrogate pair
+_NO_MIN_MAX = (BooleanType, BinaryType, ArrayType, MapType)
+
+
+def stats_leaves(
+    schema_json: dict[str, Any], metadata: Metadata
+) -> list[tuple[tuple[str, ...], DataType]]:
+    """The (physical path, type) of every leaf column that gets stats, in schema order."""
+    conf = metadata.configuration
+    mode = conf.get("delta.columnMapping.mode", "none").lower()
+    schema = StructType.fromJson(schema_json)
+    partitions = {p.lower() for p in metadata.partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in partitions]
+    leaves: list[tuple[tuple[str, ...], tuple[str, ...], DataType]] = []
+
+    def walk(fields: list[Any], logical: tuple[str, ...], phys: tuple[str, ...]) -> None:
+        for f in fields:
+            lpath = (*logical, f.name.lower())
+            ppath = (*phys, physical_name(f.name, f.metadata, mode))
+            if isinstance(f.dataType, StructType):
+                walk(f.dataType.fields, lpath, ppath)
+            else:
+                leaves.append((lpath, ppath, f.dataType))
+
+    walk(data_fields, (), ())
+    chosen = conf.get("delta.dataSkippingStatsColumns")
+    if chosen:
+        wanted = [tuple(_split_column(c.strip().lower())) for c in chosen.split(",") if c.strip()]
+        return [(p, t) for lp, p, t in leaves if any(lp[: len(w)] == w for w in wanted)]
+    limit = int(conf.get("delta.dataSkippingNumIndexedCols", "32"))
+    selected = leaves if limit < 0 else leaves[:limit]
+    return [(p, t) for _, p, t in selected]
+
+
+def _split_column(name: str) -> list[str]:
+    """Split ``a.`b.c`.d`` into its parts (backquotes protect dots)."""
+    parts, current, quoted, i = [], "", False, 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted and name[i + 1 : i + 2] == "`":
+                current += "`"
+                i += 1
+            else:
+                quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    parts.append(current)
+    return parts
+
+
+def file_stats(path: str | io.BytesIO, leaves: list[tuple[tuple[str, ...], DataType]]) -> str:
+    """Delta stats JSON for one Parquet file (a path or its footer), from its footer."""
+    meta = pq.read_metadata(path)
+    columns: dict[str, list[Any]] = {}
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for i in range(group.num_columns):
+            chunk = group.column(i)
+            columns.setdefault(chunk.path_in_schema, []).append((chunk, group.num_rows))
+    mins: dict[str, Any] = {}
+    maxes: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    for path_parts, data_type in leaves:
+        if isinstance(data_type, (ArrayType, MapType)):
+            continue  # leaf null counts of nested columns are not the column's null count
+        chunks = columns.get(".".join(path_parts))
+        if chunks is None:
+            continue
+        null_count, low, high = _combine(chunks)
+        if null_count is not None:
+            _put(nulls, path_parts, null_count)
+        if isinstance(data_type, _NO_MIN_MAX) or low is None or high is None:
+            continue
+        low_json, high_json = _stat_value(low, data_type, False), _stat_value(high, data_type, True)
+        if low_json is not None and high_json is not None:
+            _put(mins, path_parts, low_json)
+            _put(maxes, path_parts, high_json)
+    stats = {"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxes, "nullCount": nulls}
+    return _dumps(stats)
+
+
+def _combine(chunks: list[Any]) -> tuple[int | None, Any, Any]:
+    """Null count and min/max over row groups; None where a footer lacks the statistic."""
+    null_count: int | None = 0
+    low: Any = None
+    high: Any = None
+    min_max_ok = True
+    for chunk, num_rows in chunks:
+        st = chunk.statistics
+        if st is None or not st.has_null_count:
+            null_count = None
+        elif null_count is not None:
+            null_count += st.null_count
+        if st is not None and st.has_min_max:
+            low = st.min if low is None or st.min < low else low
+            high = st.max if high is None or st.max > high else high
+        elif not (st is not None and st.has_null_count and st.null_count == num_rows):
+            min_max_ok = False  # an all-NULL row group has no min/max and needs none
+    return null_count, (low if min_max_ok else None), (high if min_max_ok else None)
+
+
+def _stat_value(value: Any, data_type: DataType, is_max: bool) -> Any:
+    if isinstance(data_type, StringType):
+        text = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+        return truncate_max(text) if is_max else truncate_min(text)
+    if isinstance(data_type, (TimestampType, TimestampNTZType)) and isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+        return text + ("Z" if isinstance(data_type, TimestampType) else "")
+    if isinstance(data_type, DateType) and isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(data_type, DecimalType):
+        return Decimal(value) if not isinstance(value, Decimal) else value
+    if isinstance(value, float) and value != value:
+        return None  # NaN is no bound
+    if isinstance(value, (int, float)):
+        return value
+    return None
+
+
+def truncate_min(text: str, prefix: int = _PREFIX_LENGTH) -> str:
+    """Delta's min-string truncation: a prefix of ``prefix`` UTF-16 units, never splitting
+    a surrogate pair.
+
+    >>> truncate_min("abcdef", 3)
+    'abc'
+    """
+    units = _utf16(text)
+    if len(units) <= prefix:
+        return text
+    end = prefix + 1 if 0xD800 <= units[prefix - 1] <= 0xDBFF else prefix
+    return _from_utf16(units[:end])
+
+
+def truncate_max(text: str, prefix: int = _PREFIX_LENGTH) -> str | None:
+    """Delta Spark's ``truncateMaxStringAgg``: a prefix plus a tie-breaker that keeps it an
+    upper bound in UTF-8 order, or None if no bound within twice the prefix exists.
+
+    >>> truncate_max("abcdef", 3)
+    'abc\\x7f'
+    >>> truncate_max("ab", 3)
+    'ab'
+    """
+    units = _utf16(text)
+    if len(units) <= prefix:
+        return text
+    current = len(_utf16(truncate_min(text, prefix)))
+    while current <= 2 * prefix:
+        if current >= len(units):
+            return text
+        if tuple(units[current : current + 2]) == _UTF16_MAX:
+            current += 2  # U+10FFFF cannot be exceeded: keep it and look further
+        elif units[current] < _ASCII_MAX:
+            return _from_utf16(units[:current]) + chr(_ASCII_MAX)
+        else:
+            return _from_utf16(units[:current]) + "\U0010ffff"
+    return None
+
+
+def _utf16(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def _from_utf16(units: list[int]) -> str:
+    return b"".join(u.to_bytes(2, "little") for u in units).decode("utf-16-le", "surrogatepass")
+
+
+def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        target = target.setdefault(part, {})
+    target[path[-1]] = value
+
+
+def _dumps(value: Any) -> str:
+    """JSON with decimals written as exact numbers (the json module cannot)."""
+    if isinstance(value, dict):
+        items = (json.dumps(k, ensure_ascii=False) + ":" + _dumps(v) for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,171 @@
+"""Conflict steps 6-7: files (or rows) a winner deleted that we read or also delete.
+
+Split from :mod:`txsql.txn.conflicts` (which keeps the order of the steps). Row level
+judges the winner's decidable DV updates row by row and returns the DV rebases; file level
+is Delta Spark's path-against-path rule. The small helpers at the top are shared with
+step 5 (:mod:`txsql.txn.added_file_conflicts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from pyroaring import BitMap64
+
+from txsql.errors import ConcurrentDeleteDeleteError, ConcurrentDeleteReadError
+from txsql.log.actions import Action, AddFile, RemoveFile
+from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.isolation import changes_no_data
+from txsql.txn.joinread import harmless_removes
+from txsql.txn.row_conflicts import files_of, row_details, same_row_hint, same_rows
+from txsql.txn.rowlevel import Rebase
+from txsql.txn.winner import WinningCommit
+
+if TYPE_CHECKING:
+    from txsql.txn.conflicts import TxnView
+
+
+def row_level_dv_updates(winner: WinningCommit, ours: TxnView) -> set[str]:
+    """The winner's DV updates that we can judge row by row (none in file-level mode)."""
+    state = ours.rows
+    if state is None:
+        return set()
+    return {
+        path
+        for path, (remove, _) in winner.dv_updates.items()
+        if state.decidable(ours.read_set, path, remove)
+    }
+
+
+def file_actions(winner: WinningCommit) -> list[Action]:
+    return [a for a in winner.actions if isinstance(a, (AddFile, RemoveFile))]
+
+
+def sentence(tips: Sequence[str]) -> str:
+    text = "; ".join(tips)
+    return text[:1].upper() + text[1:] + "."
+
+
+def check_row_level_deletes(
+    winner: WinningCommit, ours: TxnView, paths: set[str], report: Reporter
+) -> list[Rebase]:
+    """Row-level steps 6 and 7 for the winner's decidable DV updates; return the rebases."""
+    state = ours.rows
+    if state is None or not paths:
+        return []
+    read_hits: dict[str, BitMap64] = {}
+    write_hits: dict[str, BitMap64] = {}
+    rebases = []
+    for path in sorted(paths):
+        _, add = winner.dv_updates[path]
+        deleted = state.newly_deleted(path, add)
+        matched = ours.read_set.rows.get(path)
+        if matched is not None and matched & deleted:
+            read_hits[path] = matched & deleted
+        if state.modifies(path):
+            mine = state.our_rows(path)
+            assert mine is not None  # decidable() guarantees it
+            if mine & deleted:
+                write_hits[path] = mine & deleted
+            rebases.append(Rebase(path, add, mine))
+    files = {p: winner.dv_updates[p][1] for p in paths}
+    if read_hits:
+        report.fail(
+            ConcurrentDeleteReadError,
+            "a concurrent commit deleted or updated rows this transaction read",
+            rule="rows we matched were deleted by the winner (row level)",
+            partitions=_labels(winner, read_hits),
+            files=list(read_hits),
+            rows=read_hits,
+            row_details=row_details(ours, files, read_hits),
+            hint=same_row_hint(winner),
+        )
+    if write_hits:
+        report.fail(
+            ConcurrentDeleteDeleteError,
+            "a concurrent commit deleted or updated rows this transaction also changes",
+            rule="both transactions deleted the same rows (row level)",
+            partitions=_labels(winner, write_hits),
+            files=list(write_hits),
+            rows=write_hits,
+            row_details=row_details(ours, files, write_hits),
+            hint=same_row_hint(winner),
+        )
+    return rebases
+
+
+def _labels(winner: WinningCommit, paths: Iterable[str]) -> tuple[str, ...]:
+    return partition_labels(winner.dv_updates[p][1].partition_values for p in paths)
+
+
+def check_deleted_files(
+    winner: WinningCommit, ours: TxnView, row_level: set[str], report: Reporter
+) -> None:
+    removed = {p: r for p, r in winner.removes.items() if p not in row_level}
+    if not removed:
+        return
+    read = ours.read_set
+    # Files only a MERGE's join read, none of whose rows joined: removing them is harmless.
+    harmless = harmless_removes(read, removed, ours.join_checker)
+    read_and_removed = sorted(set(removed) & read.files - harmless)
+    if read_and_removed or read.read_whole_table:
+        hit = read_and_removed or sorted(removed)
+        rule = (
+            "a file we read was removed"
+            if read_and_removed
+            else "we read the whole table and the winner removed files"
+        )
+        # A rewrite that changes no data (a compaction) deleted no rows: not a same-row write.
+        rewrite = changes_no_data(file_actions(winner))
+        same = {p: r for p, r in same_rows(winner, ours, row_level).items() if p in removed}
+        if same and not rewrite:
+            report.fail(
+                ConcurrentDeleteReadError,
+                "a concurrent commit deleted or updated rows this transaction read",
+                rule=f"{rule}; it held rows we matched (same-row write, row level)",
+                partitions=partition_labels(removed[p].partition_values for p in same),
+                files=[removed[p].path for p in same],
+                rows=same,
+                row_details=row_details(ours, files_of(winner, ours, same), same),
+                hint=same_row_hint(winner),
+            )
+        report.fail(
+            ConcurrentDeleteReadError,
+            "a concurrent commit removed data this transaction read",
+            rule=rule,
+            partitions=partition_labels(removed[p].partition_values for p in hit),
+            files=[removed[p].path for p in hit],
+            hint=_delete_hint(winner, ours, [removed[p] for p in hit]),
+        )
+    both = sorted(set(removed) & ours.removed_paths)
+    if both:
+        report.fail(
+            ConcurrentDeleteDeleteError,
+            "a concurrent commit removed a file this transaction also removes",
+            rule="both transactions removed the same file",
+            partitions=partition_labels(removed[p].partition_values for p in both),
+            files=[removed[p].path for p in both],
+            hint=_delete_hint(winner, ours, [removed[p] for p in both]),
+        )
+
+
+def _delete_hint(winner: WinningCommit, ours: TxnView, hit: Sequence[RemoveFile]) -> str:
+    tips = []
+    if ours.partition_columns and hit[0].partition_values:
+        example = partition_predicate_example(hit[0].partition_values)
+        tips.append(
+            f"scope the statement to its partitions (e.g. {example}) so it reads fewer files"
+        )
+    if ours.rows is not None and changes_no_data(file_actions(winner)):
+        tips.append(
+            f"{winner.describe} rewrote files without changing data and recorded no row "
+            "map txsql can translate through (ZORDER, or another engine's compaction)"
+        )
+    if ours.rows is None and any(a.deletion_vector for _, a in winner.dv_updates.values()):
+        tips.append(
+            "with deletion vectors and txsql.rowLevelConcurrency, changes to "
+            "different rows of one file do not conflict"
+        )
+    tips.append(f"retry: the statement will then read the table as of version {winner.version}")
+    return sentence(tips)

@@ -1,9 +1,11 @@
-"""Resolving table names and paths to Delta logs and snapshots."""
+"""Resolving table names and paths to Delta logs and snapshots.
+
+The format of the catalog's entry files is :mod:`txsql.planner.catalog_entries`.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,6 +17,7 @@ from txsql.errors import (
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
+from txsql.planner.catalog_entries import REGISTRY, CatalogEntry, EntryStore
 from txsql.planner.locations import (
     check_location_empty,
     claim_location,
@@ -51,9 +54,6 @@ __all__ = [
     "timestamp_ms",
 ]
 
-REGISTRY = "_txsql_catalog.json"  # the old single-file registry: read, never written
-REGISTRY_DIR = "_txsql_catalog"  # one <name>.json per registered name, put-if-absent
-
 
 @dataclass(frozen=True, slots=True)
 class QualifiedName:
@@ -66,12 +66,6 @@ class QualifiedName:
     def key(self) -> str:
         """The catalog key: ``t`` in the default schema (as before schemas), else ``s.t``."""
         return self.table if self.schema == DEFAULT_SCHEMA else f"{self.schema}.{self.table}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    location: str
-    managed: bool
 
 
 class Catalog:
@@ -95,6 +89,7 @@ class Catalog:
         self._local = location.is_local
         self._fs: FileIO = fs if fs is not None else file_io_for(location)
         self._logs: dict[str, DeltaLog] = {}
+        self._store = EntryStore(self.warehouse, self._fs)
         self.schemas = SchemaCatalog(self.warehouse, self._fs)
         self.current_schema = DEFAULT_SCHEMA  # USE changes it, per session
         # Session temp views over txsql tables (lower-case name -> their sqlglot query):
@@ -196,7 +191,7 @@ class Catalog:
         if self._resolve(name) is not None:
             return None
         default = self.default_location(name)
-        for key, entry in self._entries().items():
+        for key, entry in self._store.read_all().items():
             if entry.location == default and key != name.key:
                 return key
         return None
@@ -225,38 +220,32 @@ class Catalog:
         """
         name = self.qualify(ref)
         wanted = parse_location(location).root
-        legacy = self._legacy_registry().get(name.key)
+        legacy = self._store.legacy().get(name.key)
         if legacy is not None and legacy != wanted:
             raise self._taken(ref, legacy)
         default = self.default_location(name)
-        body = self._entry_body(name, wanted, wanted == default if managed is None else managed)
+        body = self._store.encode(
+            name.key, wanted, wanted == default if managed is None else managed
+        )
         try:
-            self._fs.write_if_absent(self._entry_path(name.key), body)
+            self._fs.write_if_absent(self._store.path(name.key), body)
         except FileExistsError:
-            registered = self._entry(name.key)
+            registered = self._store.read(name.key)
             if registered is not None and registered.location != wanted:
                 raise self._taken(ref, registered.location) from None
             return False
         return True
 
-    def _entry_body(self, name: QualifiedName, location: str, managed: bool) -> bytes:
-        # A table in the warehouse is stored relative to it, so a copied or moved warehouse
-        # keeps pointing at its own tables, never at the original's.
-        prefix = self.warehouse.rstrip("/") + "/"
-        stored = location[len(prefix) :] if location.startswith(prefix) else location
-        entry = {"name": name.key, "location": stored, "managed": managed}
-        return json.dumps(entry, sort_keys=True).encode()
-
     def release(self, ref: TableRef, location: str) -> None:
         """Undo a :meth:`claim` of ours whose CREATE failed before any table existed."""
         name = self.qualify(ref)
-        entry = self._entry(name.key)
+        entry = self._store.read(name.key)
         if entry is None or entry.location != parse_location(location).root:
             return
         if DeltaLog.for_path(location).exists():
             return  # a racing CREATE to the same location won: the entry is right
         with contextlib.suppress(FileNotFoundError):
-            self._fs.delete(self._entry_path(name.key))
+            self._fs.delete(self._store.path(name.key))
 
     def register(self, ref: TableRef, location: str) -> None:
         """Register a name for a location (refused if it is registered elsewhere)."""
@@ -265,14 +254,14 @@ class Catalog:
     def unregister(self, ref: TableRef) -> bool:
         """Remove ``ref``'s registration; False if it had none (an unregistered directory)."""
         key = self.qualify(ref).key
-        if key in self._legacy_registry():
+        if key in self._store.legacy():
             raise SqlError(
                 f"table {ref.display} is registered in the old single-file catalog "
                 f"{join(self.warehouse, REGISTRY)}",
                 hint="Remove its entry from that file by hand (txsql never rewrites it).",
             )
         try:
-            self._fs.delete(self._entry_path(key))
+            self._fs.delete(self._store.path(key))
         except FileNotFoundError:
             return False
         return True
@@ -297,9 +286,9 @@ class Catalog:
                 f"cannot rename {old.display} to {new.display}: {new.display} already exists"
             )
         managed = self.is_managed(old)
-        body = self._entry_body(target, location, managed)
+        body = self._store.encode(target.key, location, managed)
         try:
-            self._fs.write_if_absent(self._entry_path(target.key), body)
+            self._fs.write_if_absent(self._store.path(target.key), body)
         except FileExistsError:
             raise TableExistsError(
                 f"cannot rename {old.display} to {new.display}: {new.display} was just created"
@@ -326,9 +315,9 @@ class Catalog:
     def names(self) -> list[str]:
         """Catalog keys (``t``, ``s.t``) of registered tables and of unregistered Delta
         directories in the warehouse (older warehouses)."""
-        entries = self._entries()
+        entries = self._store.read_all()
         found = {k for k, e in entries.items() if DeltaLog.for_path(e.location).exists()}
-        found |= set(self._legacy_registry())
+        found |= set(self._store.legacy())
         claimed = {e.location for e in entries.values()}
         # Unregistered table directories (copied in, or made by other writers): local
         # warehouses only; on an object store every txsql CREATE registers its name.
@@ -345,63 +334,19 @@ class Catalog:
 
     # --- entries ----------------------------------------------------------------------
 
-    def _resolve(self, name: QualifiedName) -> _Entry | None:
+    def _resolve(self, name: QualifiedName) -> CatalogEntry | None:
         """``name``'s registration; None for a name that maps to its managed location."""
-        entry = self._entry(name.key)
+        entry = self._store.read(name.key)
         if entry is not None:
             return entry
-        legacy = self._legacy_registry().get(name.key)
+        legacy = self._store.legacy().get(name.key)
         if legacy is not None:
-            return _Entry(legacy, legacy == self.default_location(name))
+            return CatalogEntry(legacy, legacy == self.default_location(name))
         return None
-
-    def _entries(self) -> dict[str, _Entry]:
-        directory = join(self.warehouse, REGISTRY_DIR)
-        out = {}
-        for status in self._fs.list_dir(directory):
-            if status.name.endswith(".json"):
-                key = status.name[: -len(".json")]
-                entry = self._entry(key)
-                if entry is not None:
-                    out[key] = entry
-        return out
 
     def _taken(self, ref: TableRef, registered: str) -> TableExistsError:
         return TableExistsError(
             f"table {ref.display} is already registered for location {registered}",
             hint="Pick another name, or use that table. If no table exists there (a CREATE "
-            f"that crashed), delete {self._entry_path(self.qualify(ref).key)} and retry.",
+            f"that crashed), delete {self._store.path(self.qualify(ref).key)} and retry.",
         )
-
-    def _entry_path(self, key: str) -> str:
-        return join(self.warehouse, REGISTRY_DIR, f"{key}.json")
-
-    def _entry(self, key: str) -> _Entry | None:
-        try:
-            data = json.loads(self._fs.read(self._entry_path(key)))
-        except FileNotFoundError:
-            return None
-        except ValueError:
-            # A torn entry cannot exist (write_if_absent links a complete temp file), but
-            # never guess a location from a damaged one.
-            raise SqlError(
-                f"the catalog entry {self._entry_path(key)} is damaged",
-                hint="Delete the file and CREATE TABLE ... LOCATION again.",
-            ) from None
-        location = data.get("location") if isinstance(data, dict) else None
-        if not location:
-            return None
-        location = str(location)
-        relative = not os.path.isabs(location) and ":" not in location
-        if relative:
-            location = join(self.warehouse, location)  # a table in the warehouse
-        # Entries written before schemas had no "managed": relative ones were managed.
-        return _Entry(location, bool(data.get("managed", relative)))
-
-    def _legacy_registry(self) -> dict[str, str]:
-        path = join(self.warehouse, REGISTRY)
-        try:
-            data: dict[str, str] = json.loads(self._fs.read(path))
-        except FileNotFoundError:
-            return {}
-        return data

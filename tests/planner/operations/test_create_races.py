@@ -22,7 +22,7 @@ import txsql
 from tests.interop.readers import duckdb_rows
 from txsql.errors import NonEmptyLocationError, TableExistsError
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.catalog import REGISTRY, REGISTRY_DIR
+from txsql.planner.catalog_entries import REGISTRY, REGISTRY_DIR
 from txsql.txn.transaction import Transaction
 
 pytestmark = [pytest.mark.spark]

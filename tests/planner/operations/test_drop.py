@@ -19,7 +19,7 @@ from txsql.errors import (
     UnsupportedStatementError,
 )
 from txsql.log.deltalog import DeltaLog
-from txsql.planner.catalog import REGISTRY_DIR
+from txsql.planner.catalog_entries import REGISTRY_DIR
 from txsql.planner.sql.statements import TableRef
 from txsql.storage.filesystem import LocalFileIO
 

@@ -23,8 +23,9 @@ from urllib.parse import urlparse
 DATA_FILE_SITES = frozenset(
     {
         "txsql.engine.write",
-        "txsql.planner.catalog:check_location_empty",
-        "txsql.planner.catalog:claim_location",
+        "txsql.engine.file_stats:file_stats",  # the footer of a local data file
+        "txsql.planner.locations:check_location_empty",
+        "txsql.planner.locations:claim_location",
         "txsql.engine.scan_files:is_present",
     }
 )

@@ -42,10 +42,11 @@ def count_from_log(ctx: RunContext, query: exp.Expr, text: str) -> Result | None
     if reader is not None:
         # The same read the normal path records for this shape: the whole table.
         record_read(ctx.spark, reader, snapshot, table, ref)
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    schema = StructType([StructField(column, LongType(), nullable=False)])
-    df = ctx.spark.createDataFrame([(rows,)], schema)
+    # An inline table, not createDataFrame: Spark plans it as a local relation, so even
+    # the user's collect() runs no job (a createDataFrame list is a parallelized RDD, one
+    # job). Same column as Spark's own answer: BIGINT NOT NULL, Spark's name or the alias.
+    quoted = "`" + column.replace("`", "``") + "`"
+    df = ctx.spark.sql(f"SELECT * FROM VALUES (CAST({int(rows)} AS BIGINT)) AS v({quoted})")
     return Result(text, "SELECT", version=snapshot.version, table=ref.display, df=df)
 
 

@@ -99,7 +99,9 @@ def test_count_after_dml_with_dvs_partitions_and_time_travel(
     s.sql("INSERT INTO t VALUES (1, 'a'), (2, 'a'), (3, 'b'), (4, 'b'), (5, 'c')")  # v1
     s.sql("DELETE FROM t WHERE id = 2")  # v2: a DV
     s.sql("UPDATE t SET id = id + 10 WHERE id = 3")  # v3
-    s.sql("CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM VALUES (4L, 'b'), (6L, 'c') AS v(id, p)")
+    s.sql(
+        "CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM VALUES (4L, 'b'), (6L, 'c') AS v(id, p)"
+    )
     s.sql(
         "MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN DELETE "
         "WHEN NOT MATCHED THEN INSERT *"

@@ -76,7 +76,9 @@ def _bare_count(query: exp.Expr) -> tuple[exp.Table, str] | None:
     if any(value for key, value in table.args.items() if key not in _TABLE_ARGS):
         return None  # TABLESAMPLE, pivots, hints, ...
     alias = table.args.get("alias")
-    if alias is not None and (alias.args.get("columns") or not isinstance(alias.this, exp.Identifier)):
+    if alias is not None and (
+        alias.args.get("columns") or not isinstance(alias.this, exp.Identifier)
+    ):
         return None
     return table, column
 

@@ -110,7 +110,9 @@ def test_damaged_dv_file_is_a_typed_error_and_changes_nothing(s: txsql.Session) 
             os.unlink(dv)
         else:
             Path(dv).write_bytes(damaged)
-        for statement in ("SELECT count(*) FROM d", "UPDATE d SET v = 'y' WHERE id >= 0"):
+        # A bare count(*) is answered from the log (as Delta does): the WHERE makes it scan.
+        scans = ("SELECT count(*) FROM d WHERE id >= 0", "UPDATE d SET v = 'y' WHERE id >= 0")
+        for statement in scans:
             with pytest.raises(errors.CorruptDeletionVectorError) as caught:
                 s.sql(statement).df.collect() if statement.startswith("SELECT") else s.sql(
                     statement

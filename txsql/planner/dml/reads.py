@@ -68,7 +68,7 @@ def substitute_tables(
                 subquery = expand_view(ctx, ref.name, view, table, txn, versions, open_views)
                 table.replace(subquery)
                 continue
-        if ref.name is not None and (ref.name.lower() in cte_names or not _is_txsql(ctx, ref)):
+        if ref.name is not None and (ref.name.lower() in cte_names or not is_txsql(ctx, ref)):
             continue  # a CTE, Spark table or temp view: Spark resolves it
         snapshot = _read_snapshot(ctx, ref, txn, table)
         view = _view_name(snapshot.table_root, snapshot.version, id(snapshot))
@@ -118,7 +118,7 @@ def version_of(table: exp.Table) -> exp.Expr | None:
     return table.args.get("version")
 
 
-def _is_txsql(ctx: RunContext, ref: TableRef) -> bool:
+def is_txsql(ctx: RunContext, ref: TableRef) -> bool:
     try:
         return ctx.catalog.exists(TableRef(name=ref.name))
     except Exception:
@@ -128,6 +128,20 @@ def _is_txsql(ctx: RunContext, ref: TableRef) -> bool:
 def _read_snapshot(
     ctx: RunContext, ref: TableRef, txn: Transaction | None, table: exp.Table
 ) -> Snapshot:
+    snapshot, reader = read_snapshot(ctx, ref, txn)
+    if reader is not None:
+        record_read(ctx.spark, reader, snapshot, table, ref)
+    return snapshot
+
+
+def read_snapshot(
+    ctx: RunContext, ref: TableRef, txn: Transaction | None
+) -> tuple[Snapshot, Transaction | None]:
+    """The snapshot ``ref`` reads, and the transaction that must record the read (or None).
+
+    Split from the recording so that COUNT(*) from the log reads exactly this snapshot and
+    records the read only when it answers (see planner/operations/count.py).
+    """
     time_travel = ref.version is not None or ref.timestamp is not None
     if not time_travel and (txn is not None or ctx.explicit is not None):
         log = ctx.catalog.existing_log(ref)
@@ -137,12 +151,11 @@ def _read_snapshot(
         if reader is not None:
             snapshot = reader.current_snapshot()
             assert snapshot is not None
-            _record_read(ctx.spark, reader, snapshot, table, ref)
-            return snapshot
-    return ctx.catalog.snapshot(ref, ctx.spark)
+            return snapshot, reader
+    return ctx.catalog.snapshot(ref, ctx.spark), None
 
 
-def _record_read(
+def record_read(
     spark: SparkSession, reader: Transaction, snapshot: Snapshot, table: exp.Table, ref: TableRef
 ) -> None:
     """Record what this reference reads: its WHERE and the files left after pruning.

@@ -9,7 +9,9 @@ import pytest
 
 import txsql
 from txsql.dv.store import read_deletion_vector
+from txsql.errors import TxSqlError
 from txsql.log.predicates import Column, Comparison, Literal, Opaque
+from txsql.planner.dml import dv_writes
 from txsql.planner.dml.dv_writes import mark_rows_deleted
 from txsql.planner.dml.row_check import SparkRowChecker
 from txsql.storage.filesystem import LocalFileIO
@@ -33,7 +35,17 @@ def _matched(s: txsql.Session, rows: list[tuple[str, int]]) -> Any:
     return s.spark.createDataFrame(rows, "_file string, _row_index bigint")
 
 
-def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(s: txsql.Session) -> None:
+@pytest.fixture(params=["collected", "bitmaps_on_executors"])
+def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of gathering matched rows: as Arrow pairs, or as per-task bitmaps."""
+    if request.param == "bitmaps_on_executors":
+        monkeypatch.setattr(dv_writes, "_DIRECT_ROWS", -1)
+    return str(request.param)
+
+
+def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(
+    s: txsql.Session, strategy: str
+) -> None:
     snapshot = s.table("t").snapshot()
     a, b, c = sorted(snapshot.files, key=lambda f: f.modification_time)[:3]
     ctx = s._context
@@ -75,6 +87,14 @@ def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(s: txsql.S
     }
     second.cleanup()
     assert not any(Path(p).exists() for p in second.written_paths)
+
+
+def test_a_row_of_a_file_outside_the_candidates_is_refused(s: txsql.Session, strategy: str) -> None:
+    snapshot = s.table("t").snapshot()
+    a, b = sorted(snapshot.files, key=lambda f: f.modification_time)[:2]
+    rows = _matched(s, [(a.path, 0), (b.path, 1)])
+    with pytest.raises(TxSqlError, match="unexpected file"):
+        mark_rows_deleted(s._context, snapshot, rows, candidates=[a])
 
 
 def test_row_checker_scans_only_the_given_files(s: txsql.Session) -> None:

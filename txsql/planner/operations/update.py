@@ -100,20 +100,24 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                         )
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]
+                written_rows = _written_rows(adds)
                 rewrite_ms = _ms(rewrite_started)
                 scan_started = time.perf_counter()
                 with counting_jobs() as dv_jobs:
                     outcome = mark_rows_deleted(
-                        ctx, snapshot, matched.select(*map(quote, row_ids)), candidates=plan.scan
+                        ctx,
+                        snapshot,
+                        matched.select(*map(quote, row_ids)),
+                        candidates=plan.scan,
+                        max_rows=written_rows,  # the same cached rows: exactly as many
                     )
                 jobs = write_jobs.jobs + dv_jobs.jobs
                 scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
             finally:
                 matched.unpersist()
-            written_rows = sum(num_records(a.stats) or 0 for a in adds)
-            if written_rows != outcome.num_deleted_rows:
+            if (written_rows or 0) != outcome.num_deleted_rows:
                 raise TxSqlError(
-                    f"UPDATE wrote {written_rows} new row(s) but replaced "
+                    f"UPDATE wrote {written_rows or 0} new row(s) but replaced "
                     f"{outcome.num_deleted_rows}; nothing was committed",
                     hint="The rows changed between two reads of the same snapshot; re-run.",
                 )
@@ -149,6 +153,12 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
         "spark_jobs": jobs,
     }
     return commit_dml(target, text, "UPDATE", parameters, metrics, result_metrics, cleanup)
+
+
+def _written_rows(adds: list[AddFile]) -> int | None:
+    """Rows in the new files, from their stats (None if a file has none)."""
+    counts = [num_records(a.stats) for a in adds]
+    return None if None in counts else sum(c or 0 for c in counts)
 
 
 def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str, exp.Expr]]:

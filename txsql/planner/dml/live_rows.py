@@ -8,10 +8,11 @@ matched rows here, in the same tasks as the scan:
 
 * up to ``_LITERAL_ROWS`` deleted rows, the driver reads the DVs and the filter is a literal
   ``NOT (key IN (...))`` on the long key ``crc32(_file) << 32 | _row_index``, evaluated in
-  the JVM (a Python stage costs ~0.1 s per job on ``local[2]`` whatever its size);
+  the JVM (a Python stage costs ~0.1 s per task on ``local[2]`` whatever its size);
 * above it (or when two scanned files share a CRC), a vectorized UDF on ``(_file,
   _row_index)``: each task reads the DVs of the files it sees from their descriptors; the
-  driver ships descriptors only, never row indexes.
+  driver ships descriptors only, never row indexes. (A broadcast anti-join with the keys
+  was measured too: Spark runs two jobs of its own for it, so UPDATE would exceed two.)
 
 MERGE filters its joined rows with the UDF (after the join, so only target rows that met a
 source row pass through Python).
@@ -23,6 +24,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.scan import snapshot_row_ids
@@ -78,9 +81,9 @@ def drop_deleted_rows(
         return df
     file_column, row_column = columns or snapshot_row_ids(snapshot)
     if columns is None:  # a scan's own rows: no NULL files, nothing to keep above a join
-        literal = _literal_filter(snapshot.table_root, files, file_column, row_column)
-        if literal is not None:
-            return df.where(F.expr(literal))
+        filtered = _literal_filter(df, snapshot.table_root, files, (file_column, row_column))
+        if filtered is not None:
+            return filtered
     live = F.pandas_udf(_live_function(snapshot.table_root, dvs), "boolean")  # type: ignore[call-overload]
     if columns is not None:
         live = live.asNondeterministic()
@@ -88,10 +91,13 @@ def drop_deleted_rows(
 
 
 def _literal_filter(
-    root: str, files: Sequence[AddFile], file_column: str, row_column: str
-) -> str | None:
-    """``NOT (key IN (...))`` over the deleted rows of ``files``, or None if too many or if
-    the key would not be unique (two paths with one CRC, a row index of 2**32 or more)."""
+    df: DataFrame, root: str, files: Sequence[AddFile], columns: tuple[str, str]
+) -> DataFrame | None:
+    """``df`` without the deleted rows of ``files`` by a literal IN set, or None when they
+    are too many or the keys would not be unique (two paths with one CRC, a row index of
+    2**32 or more)."""
+    from pyspark.sql import functions as F
+
     with_dv = [f for f in files if f.deletion_vector is not None]
     if sum(f.deletion_vector.cardinality for f in with_dv if f.deletion_vector) > _LITERAL_ROWS:
         return None
@@ -99,21 +105,24 @@ def _literal_filter(
     if len(set(crcs.values())) != len(crcs):
         return None
     fs = file_io_for(root)
-    keys: list[int] = []
+    parts: list[np.ndarray] = []
     for f in with_dv:
         assert f.deletion_vector is not None
-        rows = read_deletion_vector(f.deletion_vector, root, fs)
-        if rows and rows.max() >= 2**32:
+        rows = np.asarray(read_deletion_vector(f.deletion_vector, root, fs).to_array(), np.uint64)
+        if len(rows) and int(rows.max()) >= 2**32:
             return None
-        keys += [row_key(crcs[f.path], row) for row in rows]
-    key = f"(shiftleft(crc32(cast({quote(file_column)} AS BINARY)), 32) | {quote(row_column)})"
-    return f"NOT ({key} IN ({', '.join(sql_long(k) for k in keys)}))"
+        parts.append(row_keys(crcs[f.path], rows))
+    keys = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    file_column, row_column = columns
+    key_sql = f"(shiftleft(crc32(cast({quote(file_column)} AS BINARY)), 32) | {quote(row_column)})"
+    listed = ", ".join(sql_long(int(k)) for k in keys)
+    return df.where(F.expr(f"NOT ({key_sql} IN ({listed}))"))
 
 
-def row_key(crc: int, row: int) -> int:
-    """Spark's ``shiftleft(crc, 32) | row`` as a signed long: the shift wraps a CRC's high
-    bit into the sign bit."""
-    return ((crc << 32 | row) + 2**63) % 2**64 - 2**63
+def row_keys(crc: int, rows: np.ndarray) -> np.ndarray:
+    """Spark's ``shiftleft(crc, 32) | row`` for unsigned ``rows`` below 2**32, as signed
+    longs: Spark's bigint shift wraps a CRC's high bit into the sign bit; so does the view."""
+    return ((np.uint64(crc) << np.uint64(32)) | rows.astype(np.uint64)).view(np.int64)
 
 
 def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-untyped-def]
@@ -124,10 +133,7 @@ def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-unty
     fs = file_io_for(root)
 
     def live(paths: pd.Series, rows: pd.Series) -> pd.Series:
-        import numpy as np
-
         from txsql.dv.descriptor import DeletionVectorDescriptor
-        from txsql.dv.store import read_deletion_vector
 
         keep = np.ones(len(paths), dtype=bool)
         path_values = paths.to_numpy()

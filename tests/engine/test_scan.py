@@ -173,7 +173,7 @@ def test_dv_and_plain_files_unioned(spark: Any, tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize("where", ["literal", "driver", "executors"])
+@pytest.mark.parametrize("where", ["literal", "driver", "driver_checkpoint", "executors"])
 def test_dv_expansion_on_driver_and_executors(
     spark: Any, fixtures_dir: Path, monkeypatch: Any, where: str
 ) -> None:
@@ -182,6 +182,8 @@ def test_dv_expansion_on_driver_and_executors(
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
     if where != "literal":  # a literal IN set for few deleted rows, else a join
         monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
+    if where == "driver_checkpoint":  # the driver's keys checkpointed, not local rows
+        monkeypatch.setattr(dv_filter, "_LOCAL_RELATION_ROWS", -1)
     if where == "executors":
         monkeypatch.setattr(dv_filter, "_DRIVER_EXPANSION_ROWS", -1)
     snapshot = DeltaLog.for_path(str(fixtures_dir / "delta-golden/table-with-dv-large")).snapshot(1)
@@ -191,7 +193,7 @@ def test_dv_expansion_on_driver_and_executors(
     )
 
 
-@pytest.mark.parametrize("where", ["literal", "driver", "executors"])
+@pytest.mark.parametrize("where", ["literal", "driver", "driver_checkpoint", "executors"])
 def test_damaged_dv_is_a_typed_error(
     spark: Any, tmp_path: Path, monkeypatch: Any, where: str
 ) -> None:
@@ -199,6 +201,8 @@ def test_damaged_dv_is_a_typed_error(
     monkeypatch.setattr(scan_module, "_SCAN_CACHE", scan_cache.ScanCache())
     if where != "literal":  # a literal IN set for few deleted rows, else a join
         monkeypatch.setattr(dv_filter, "_LITERAL_KEYS", -1)
+    if where == "driver_checkpoint":  # the driver's keys checkpointed, not local rows
+        monkeypatch.setattr(dv_filter, "_LOCAL_RELATION_ROWS", -1)
     if where == "executors":
         monkeypatch.setattr(dv_filter, "_DRIVER_EXPANSION_ROWS", -1)
     root = tmp_path / "t"

@@ -8,10 +8,11 @@ scanned files' CRCs are distinct (checked on the driver), else on (path, row ind
   text Spark turns into a hash-set ``InSet``: no join, no broadcast, so no Spark job of its
   own (a DELETE of one row after earlier DELETEs stays one job).
 * Above it, an anti-join (broadcast) with the deleted keys. Up to
-  ``_DRIVER_EXPANSION_ROWS`` the driver expands them into an Arrow table (local-
-  checkpointed: a DataFrame of local rows carries them in its plan, and every query would
-  re-analyse them); above, a ``mapInArrow`` expands them on the executors, each task
-  reading its DV files itself. The expanded keys are cached per (session, files, DV ids).
+  ``_DRIVER_EXPANSION_ROWS`` the driver expands them into an Arrow table: kept as local
+  rows in the plan up to ``_LOCAL_RELATION_ROWS``, local-checkpointed above (a DataFrame of
+  local rows carries them in its plan, and every query re-analyses them); above, a
+  ``mapInArrow`` expands them on the executors, each task reading its DV files itself and
+  the result cached in Spark. The expanded keys are kept per (session, files, DV ids).
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
 _LITERAL_KEYS = 1000
 # DV files per expansion task: enough to amortise a Python task, few enough to parallelise.
 _DVS_PER_TASK = 32
+# Deleted rows up to which the driver's keys stay a local relation in the plan: its
+# broadcast runs no job, while a checkpoint costs one (first query at 50k keys, 5M rows:
+# 0.4-0.6 s vs 0.5-0.7 s with the checkpoint, later queries alike). Above, re-analysing
+# the rows in every query costs more than the checkpoint.
+_LOCAL_RELATION_ROWS = 100_000
 # Deleted rows up to which the driver expands DVs itself (8 bytes each, for one moment):
 # beyond it the expansion runs on the executors, so driver memory stays bounded.
 _DRIVER_EXPANSION_ROWS = 1_000_000
@@ -95,10 +101,12 @@ def _deleted_rows(
         return rows
     if cardinality <= _DRIVER_EXPANSION_ROWS:
         table = _expand_on_driver(files, root, long_keys, names)
-        # Checkpointed: a DataFrame made from local data carries the rows in its plan, and
-        # every later query would re-analyse them (1.7 vs 0.9 s at 200k keys).
-        local = spark.createDataFrame(table).localCheckpoint(eager=True)
-        return _DV_CACHE.put(cache_key, local, cardinality)
+        local = spark.createDataFrame(table)
+        if cardinality > _LOCAL_RELATION_ROWS:
+            # Checkpointed: a DataFrame made from local data carries the rows in its plan,
+            # and every later query would re-analyse them (1.7 vs 0.9 s at 200k keys).
+            local = local.localCheckpoint(eager=True)
+        return _DV_CACHE.put(cache_key, local, cardinality, persist=False)
     source = spark.createDataFrame(_descriptor_table(files))
     tasks = min(len(files) // _DVS_PER_TASK + 1, 64)
     if tasks > 1:

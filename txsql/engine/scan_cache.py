@@ -70,15 +70,19 @@ class DeletedRowsCache:
         if hit is not None:
             hit[0].unpersist()
 
-    def put(self, key: tuple[Any, ...], rows: DataFrame, count: int) -> DataFrame:
+    def put(
+        self, key: tuple[Any, ...], rows: DataFrame, count: int, persist: bool = True
+    ) -> DataFrame:
+        """Keep ``rows`` (``count`` of them); ``persist=False`` for rows that are already
+        local data or a checkpoint, which a Spark cache would only copy once more."""
         if count > self._max_rows:
             return rows
-        cached = rows.cache()
+        cached = rows.cache() if persist else rows
         with self._lock:
             self._entries[key] = (cached, count)
             while len(self._entries) > self._max_entries or (
                 sum(n for _, n in self._entries.values()) > self._max_rows
             ):
                 _, (old, _) = self._entries.popitem(last=False)
-                old.unpersist()
+                old.unpersist()  # a no-op for rows that were never persisted
         return cached

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap64
 from pyspark.sql import functions as F
 
@@ -44,11 +42,9 @@ ACTION = f"__txsql_action_{_TAG}"
 MATCHED_FLAG = f"__txsql_matched_{_TAG}"
 SOURCE_PRESENT = f"__txsql_source_{_TAG}"
 SOURCE_ID = f"__txsql_source_id_{_TAG}"
-# Kinds of per-file bitmap rows in summarize()'s output (in the action column).
+# Kinds of per-file bitmaps in summarize().
 _ALL, _EFFECTIVE, _CHANGED = -100, -101, -102
-_SUMMARY = pa.schema(
-    [("path", pa.string()), ("action", pa.int32()), ("n", pa.int64()), ("rows", pa.binary())]
-)
+_BUCKET_ROWS = 32768  # row indexes per bitmap of Spark's bitmap_construct_agg (4096 bytes)
 SPLIT_ROWS_ENV = "TXSQL_MERGE_SPLIT_MAX_SOURCE_ROWS"
 """Sources with at most this many rows get the split join (see :func:`splits_join`)."""
 _DEFAULT_SPLIT_ROWS = 2_000_000
@@ -81,16 +77,20 @@ def with_source_marker(source: DataFrame) -> DataFrame:
 
 
 def count_rows(df: DataFrame) -> int:
-    """Rows of ``df`` in ONE Spark job without a shuffle (``count()`` adds an aggregate
-    stage); run on a persisted DataFrame it also fills the cache, so Spark then knows the
-    real size and broadcasts a small source instead of shuffling the target."""
-    results = count_job(lambda: df.mapInArrow(_count_task, "n bigint").collect())
-    return sum(int(r["n"]) for r in results)
+    """Rows of ``df`` in ONE Spark job, JVM only; run on a persisted DataFrame it also
+    fills the cache, so Spark then knows the real size and broadcasts a small source
+    instead of shuffling the target.
 
+    The rows go to Spark's ``noop`` sink with an observed ``count``: no shuffle (``count()``
+    adds an aggregate stage, a job of its own under AQE) and no Python worker (a
+    ``mapInArrow`` count paid ~0.1 s per task for the worker round trip).
+    """
+    from pyspark.sql import Observation
 
-def _count_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    n = sum(batch.num_rows for batch in batches)
-    yield pa.RecordBatch.from_pydict({"n": [n]}, schema=pa.schema([("n", pa.int64())]))
+    observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
+    counted = df.observe(observed, F.count(F.lit(1)).alias("n"))
+    count_job(lambda: counted.write.format("noop").mode("overwrite").save())
+    return int(observed.get["n"])
 
 
 def splits_join(plan: MergePlan, num_source_rows: int) -> bool:
@@ -246,44 +246,59 @@ class Summary:
 
 
 def summarize(plan: MergePlan, rows: DataFrame) -> Summary:
-    """Counts, the duplicate-match check and per-file bitmaps, in ONE Spark job.
+    """Counts, the duplicate-match check and per-file bitmaps, in one action, JVM only.
 
-    No shuffle: each task groups its rows into per-file bitmaps (numpy, no per-row
-    Python) of the rows matched, of those a MATCHED clause acts on ("effective", with the
-    number of such pairs) and of those changed. Pieces of one file from several tasks are
-    unioned here, so the duplicate check is exact wherever the pairs of a target row ran:
-    duplicates = effective pairs - distinct effective rows.
+    Spark groups the rows by (file, bucket of 32768 row indexes, clause) and builds each
+    group's bitmap with ``bitmap_construct_agg`` (4096 bytes a group; partial aggregation
+    map-side, so only those bitmaps cross the shuffle). The driver turns the buckets into
+    per-file bitmaps of the rows matched, of those a MATCHED clause acts on ("effective")
+    and of those changed; a group's row count is its number of pairs, so duplicates =
+    effective pairs - distinct effective rows, exact wherever the pairs ran. The driver
+    holds bitmaps (at most one bit per target row), never rows.
+
+    The former summary, a ``mapInArrow`` of numpy per task, paid a Python worker round trip
+    per task (0.1-0.3 s each, five tasks) for milliseconds of work: see run.py's table.
     """
+    import numpy as np
+
     effective = plan.indexes(MATCHED)
     changing = plan.indexes(MATCHED, ("update", "delete")) + plan.indexes(
         NOT_MATCHED_BY_SOURCE, ("update", "delete")
     )
-    task = _summary_task(effective, changing)
-    results = count_job(
-        lambda: (
-            rows.select(FILE, ROW, ACTION)
-            .mapInArrow(task, "path string, action int, n bigint, rows binary")
-            .collect()
-        )
+    grouped = rows.groupBy(
+        F.col(FILE).alias("path"),
+        F.expr(f"bitmap_bucket_number({ROW} + 1)").alias("bucket"),
+        F.col(ACTION).alias("action"),
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.expr(f"bitmap_construct_agg(bitmap_bit_position({ROW} + 1))").alias("bits"),
     )
+    table = count_job(grouped.toArrow)
     out = Summary()
     pairs = 0
-    effective_rows: dict[str, BitMap64] = {}
-    kinds = {_ALL: out.matched, _EFFECTIVE: effective_rows, _CHANGED: out.changed}
-    for r in results:
-        action = int(r["action"])
-        if r["path"] is None:
-            out.counts[action] = out.counts.get(action, 0) + int(r["n"])
+    pieces: dict[int, dict[str, list[Any]]] = {_ALL: {}, _EFFECTIVE: {}, _CHANGED: {}}
+    columns = [table.column(c).to_pylist() for c in ("path", "bucket", "action", "n", "bits")]
+    for path, bucket, action, n, bits in zip(*columns):
+        out.counts[action] = out.counts.get(action, 0) + n
+        if path is None:  # rows without a target row (inserts): only counted
             continue
-        if action == _EFFECTIVE:
-            pairs += int(r["n"])
-        bitmap = BitMap64.deserialize(r["rows"])
-        found = kinds[action]
-        if r["path"] in found:
-            found[r["path"]] |= bitmap
-        else:
-            found[r["path"]] = bitmap
-    out.distinct_matched_changed = sum(len(b) for b in effective_rows.values())
+        # Bit i (little-endian in each byte) of bucket b is row index (b - 1) * 32768 + i.
+        flags = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")
+        ids = np.flatnonzero(flags).astype(np.uint64) + np.uint64((bucket - 1) * _BUCKET_ROWS)
+        kinds = [_ALL]
+        if action in effective:
+            pairs += n
+            kinds.append(_EFFECTIVE)
+        if action in changing:
+            kinds.append(_CHANGED)
+        for kind in kinds:
+            pieces[kind].setdefault(path, []).append(ids)
+    found = {
+        kind: {path: _bitmap(np.concatenate(parts)) for path, parts in by_path.items()}
+        for kind, by_path in pieces.items()
+    }
+    out.matched, out.changed = found[_ALL], found[_CHANGED]
+    out.distinct_matched_changed = sum(len(b) for b in found[_EFFECTIVE].values())
     out.duplicate_matches = pairs - out.distinct_matched_changed
     return out
 
@@ -303,61 +318,6 @@ def check_cardinality(plan: MergePlan, summary: Summary) -> None:
             "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE]: "
             f"{summary.duplicate_matches} extra source row(s) match already matched rows"
         )
-
-
-def _summary_task(
-    effective: list[int], changing: list[int]
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The executor function of :func:`summarize`."""
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import numpy as np
-
-        counts: dict[int, int] = {}
-        paths: list[pa.Array] = []
-        rows: list[np.ndarray] = []
-        actions: list[np.ndarray] = []
-        # Streamed: rows without a target file (inserts) are only counted; target rows'
-        # ids are kept (three numbers a row) for grouping.
-        for batch in batches:
-            acts = batch.column(ACTION).to_numpy(zero_copy_only=False)
-            values, n = np.unique(acts, return_counts=True)
-            for value, count in zip(values.tolist(), n.tolist()):
-                counts[value] = counts.get(value, 0) + count
-            valid = batch.filter(pc.is_valid(batch.column(FILE)))
-            if valid.num_rows:
-                paths.append(valid.column(FILE))
-                rows.append(valid.column(ROW).to_numpy(zero_copy_only=False))
-                actions.append(valid.column(ACTION).to_numpy(zero_copy_only=False))
-        out: dict[str, list[Any]] = {k: [] for k in ("path", "action", "n", "rows")}
-
-        def emit(path: str | None, action: int, n: int, bitmap: BitMap64 | None) -> None:
-            for key, item in zip(out, (path, action, n, bitmap and bitmap.serialize())):
-                out[key].append(item)
-
-        for value, count in counts.items():
-            emit(None, value, count, None)
-        if paths:
-            encoded = pa.chunked_array(paths).combine_chunks().dictionary_encode()
-            codes = encoded.indices.to_numpy(zero_copy_only=False)
-            row_ids = np.concatenate(rows).astype(np.uint64)
-            acts = np.concatenate(actions)
-            order = np.argsort(codes, kind="stable")
-            bounds = np.flatnonzero(np.diff(codes[order])) + 1
-            for chunk in np.split(order, bounds):
-                path = encoded.dictionary[int(codes[chunk[0]])].as_py()
-                ids, kinds = row_ids[chunk], acts[chunk]
-                emit(path, _ALL, len(ids), _bitmap(ids))
-                acting = ids[np.isin(kinds, effective)]
-                if len(acting):
-                    emit(path, _EFFECTIVE, len(acting), _bitmap(acting))
-                changed = ids[np.isin(kinds, changing)]
-                if len(changed):
-                    emit(path, _CHANGED, len(changed), _bitmap(changed))
-        if out["path"]:
-            yield pa.RecordBatch.from_pydict(out, schema=_SUMMARY)
-
-    return run
 
 
 def new_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:

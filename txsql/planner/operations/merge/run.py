@@ -50,7 +50,7 @@ from txsql.planner.dml.column_defs import merge_with_defaults
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.dml.jobs import count_job, counting_jobs
-from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
+from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import commit_result, scan_files
 from txsql.planner.operations.merge import execute as mx
@@ -62,6 +62,7 @@ from txsql.planner.operations.merge.check import (
     target_predicate,
 )
 from txsql.planner.operations.merge.evolve import evolved_metadata
+from txsql.planner.operations.merge.live import drop_deleted_joined
 from txsql.planner.operations.merge.plan import (
     MATCHED,
     NOT_MATCHED,
@@ -166,8 +167,10 @@ def _execute(
                 # No DV expansion and anti-join over the whole target: the joined rows
                 # of deleted target rows are dropped after the join, in the same tasks.
                 scanned = without_dvs(files)
-                columns = (mx.FILE, mx.ROW)
-                drop_deleted = lambda df: drop_deleted_rows(df, snapshot, files, columns)  # noqa: E731
+                root = snapshot.table_root
+                drop_deleted = lambda df: drop_deleted_joined(  # noqa: E731
+                    ctx.spark, df, root, files, mx.FILE, mx.ROW
+                )
             target_df = scan_files(ctx.spark, snapshot, scanned, with_row_ids=True)
             classified = mx.classify(
                 plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted

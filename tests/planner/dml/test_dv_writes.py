@@ -39,7 +39,7 @@ def _matched(s: txsql.Session, rows: list[tuple[str, int]]) -> Any:
 def strategy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways of gathering matched rows: as Arrow pairs, or as per-task bitmaps."""
     if request.param == "bitmaps_on_executors":
-        monkeypatch.setattr(dv_writes, "_DIRECT_ROWS", -1)
+        monkeypatch.setattr(dv_writes, "DIRECT_ROWS", -1)
     return str(request.param)
 
 

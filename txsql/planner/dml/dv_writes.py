@@ -5,13 +5,13 @@ DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame 
 ``(_file, _row_index)`` pairs. :func:`mark_rows_deleted` turns it into Delta actions
 (reference/delta-protocol.md §3.9):
 
-* ONE Spark job. When the matched rows are known to be few (at most ``_DIRECT_ROWS``: the
+* ONE Spark job. When the matched rows are known to be few (at most ``DIRECT_ROWS``: the
   caller's bound, or the candidate files' ``numRecords``), the job collects them as Arrow,
   16 bytes a row (``crc32`` of the file, row index), and the driver groups them: no Python
   stage, which costs ~0.1 s per job on ``local[2]`` whatever its size. Otherwise each scan
   task groups its pairs into one bitmap per file (numpy, no Python loop over rows) and
   returns ``(file, serialized bitmap)`` rows; no shuffle by file (with AQE every shuffle is
-  a job of its own). Either way the driver holds at most ``_DIRECT_ROWS`` pairs or the
+  a job of its own). Either way the driver holds at most ``DIRECT_ROWS`` pairs or the
   per-file bitmaps of matched rows (the read set needs them anyway), unions the pieces of
   a file, subtracts the file's current DV (so a scan that ignored DVs is fine), and writes
   ALL new DVs of the statement into ONE ``deletion_vector_<uuid>.bin``.
@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
@@ -47,7 +48,7 @@ from txsql.storage.factory import delete_quietly, file_io_for
 from txsql.txn.rowlevel import loosen_stats, num_records
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from txsql.planner.context import RunContext
 
@@ -59,7 +60,7 @@ _FOUND = pa.schema([("path", pa.string()), ("rows", pa.binary())])
 _FOUND_DDL = "path string, rows binary"
 # Matched rows up to which they are collected as (crc32 of file, row index) pairs: 16 MB
 # of Arrow on the driver at most, for a job without a Python stage.
-_DIRECT_ROWS = 1_000_000
+DIRECT_ROWS = 1_000_000
 
 
 @dataclass
@@ -155,8 +156,8 @@ def mark_rows_deleted(
     if max_rows is None:
         counts = [num_records(f.stats) for f in files]
         max_rows = None if None in counts else sum(c or 0 for c in counts)
-    crcs = _crc_paths(files)
-    if max_rows is not None and max_rows <= _DIRECT_ROWS and crcs is not None:
+    crcs = crc_paths(files)
+    if max_rows is not None and max_rows <= DIRECT_ROWS and crcs is not None:
         collected = _collect_rows(matched, file_column, row_column, crcs)
         return delete_found_rows(ctx, snapshot, collected, candidates=files)
     # ONE Spark job: each scan task groups its matched row indexes per file and returns
@@ -179,26 +180,37 @@ def mark_rows_deleted(
     return delete_found_rows(ctx, snapshot, found, candidates=files)
 
 
-def _crc_paths(files: Sequence[AddFile]) -> dict[int, str] | None:
+def crc_paths(files: Sequence[AddFile]) -> dict[int, str] | None:
     """crc32 of each file's log path -> the path; None if two paths share a CRC."""
     crcs = {zlib.crc32(f.path.encode("utf-8")): f.path for f in files}
     return crcs if len(crcs) == len({f.path for f in files}) else None
+
+
+def file_crc(column: str) -> Column:
+    """Spark's crc32 of a file column: the key :func:`bitmaps_by_crc` maps back to paths."""
+    from pyspark.sql import functions as F
+
+    return F.crc32(F.col(quote(column)).cast("binary"))
 
 
 def _collect_rows(
     matched: DataFrame, file_column: str, row_column: str, crcs: dict[int, str]
 ) -> dict[str, BitMap64]:
     """One Spark job without a Python stage: the pairs as Arrow, grouped on the driver."""
-    import numpy as np
     from pyspark.sql import functions as F
 
-    pairs = matched.select(
-        F.crc32(F.col(quote(file_column)).cast("binary")).alias("f"),
-        F.col(quote(row_column)).alias("r"),
-    )
+    pairs = matched.select(file_crc(file_column).alias("f"), F.col(quote(row_column)).alias("r"))
     table = count_job(lambda: pairs.toArrow())
     keys = table.column("f").to_numpy(zero_copy_only=False)
-    rows = table.column("r").to_numpy(zero_copy_only=False)
+    return bitmaps_by_crc(keys, table.column("r").to_numpy(zero_copy_only=False), crcs)
+
+
+def bitmaps_by_crc(keys: np.ndarray, rows: np.ndarray, crcs: dict[int, str]) -> dict[str, BitMap64]:
+    """Row indexes grouped per file: ``keys[i]`` is the crc32 of row ``rows[i]``'s file.
+
+    Raises:
+        TxSqlError: If a key is not the CRC of a path in ``crcs`` (a planner bug).
+    """
     found: dict[str, BitMap64] = {}
     distinct, codes = np.unique(keys, return_inverse=True)
     order = np.argsort(codes, kind="stable")
@@ -339,8 +351,6 @@ def _expand_task(
     """Executor side: (path, serialized bitmap) -> one (path, row index) row per row."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import numpy as np
-
         for batch in batches:
             cols = batch.to_pydict()
             for path, data in zip(cols["p"], cols["b"]):
@@ -368,8 +378,6 @@ def _group_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 def _group_rows(batches: Iterable[pa.RecordBatch]) -> dict[str, BitMap64]:
     """Row indexes per file path, grouped with numpy (no Python loop over rows)."""
-    import numpy as np
-
     found: dict[str, BitMap64] = {}
     for batch in batches:
         if batch.num_rows == 0:

@@ -14,8 +14,7 @@ matched rows here, in the same tasks as the scan:
   driver ships descriptors only, never row indexes. (A broadcast anti-join with the keys
   was measured too: Spark runs two jobs of its own for it, so UPDATE would exceed two.)
 
-MERGE filters its joined rows with the UDF (after the join, so only target rows that met a
-source row pass through Python).
+MERGE drops deleted rows after its join in the JVM (``planner/operations/merge/live.py``).
 """
 
 from __future__ import annotations
@@ -51,19 +50,9 @@ def without_dvs(files: Sequence[AddFile]) -> list[AddFile]:
     return [replace(f, deletion_vector=None) for f in files]
 
 
-def drop_deleted_rows(
-    df: DataFrame,
-    snapshot: Snapshot,
-    files: Sequence[AddFile],
-    columns: tuple[str, str] | None = None,
-) -> DataFrame:
-    """``df`` (rows of ``files`` with row ids) without the rows the files' DVs delete.
-
-    ``columns`` names the file and row-index columns when they are not the scan's own
-    (rows with a NULL file, e.g. source rows of an outer join, are kept). With it the
-    filter is marked non-deterministic, so Spark evaluates it where it stands (after a
-    join, on the few joined rows) instead of pushing it below the join onto every row.
-    """
+def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+    """``df`` (a scan of ``files`` with the snapshot's row ids) without the rows the files'
+    DVs delete."""
     from pyspark.sql import functions as F
 
     dvs: dict[str, DvFields] = {}
@@ -79,14 +68,11 @@ def drop_deleted_rows(
             )
     if not dvs:
         return df
-    file_column, row_column = columns or snapshot_row_ids(snapshot)
-    if columns is None:  # a scan's own rows: no NULL files, nothing to keep above a join
-        filtered = _literal_filter(df, snapshot.table_root, files, (file_column, row_column))
-        if filtered is not None:
-            return filtered
+    file_column, row_column = snapshot_row_ids(snapshot)
+    filtered = _literal_filter(df, snapshot.table_root, files, (file_column, row_column))
+    if filtered is not None:
+        return filtered
     live = F.pandas_udf(_live_function(snapshot.table_root, dvs), "boolean")  # type: ignore[call-overload]
-    if columns is not None:
-        live = live.asNondeterministic()
     return df.where(live(F.col(quote(file_column)), F.col(quote(row_column))))
 
 
@@ -137,7 +123,7 @@ def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-unty
 
         keep = np.ones(len(paths), dtype=bool)
         path_values = paths.to_numpy()
-        row_values = rows.fillna(-1).to_numpy(dtype=np.int64)  # NULL: no target row
+        row_values = rows.to_numpy(dtype=np.int64)
         for path in pd.unique(path_values):
             fields = dvs.get(path)
             if fields is None:

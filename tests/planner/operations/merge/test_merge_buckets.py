@@ -1,8 +1,9 @@
 """MERGE over row indexes past the first 32768 of a file.
 
-The summary builds per-file bitmaps from Spark's 32768-row ``bitmap_construct_agg``
-buckets and the join drops deleted target rows with a bucket-bitmap join, so row indexes
-in later buckets (and at their edges) must land on the right rows. One file of 70,000
+The summary builds per-file bitmaps from collected (file CRC, row index) pairs or, for
+many target rows, from Spark's 32768-row ``bitmap_construct_agg`` buckets (both run
+here); the join drops deleted target rows with a bucket-bitmap join, so row indexes in
+later buckets (and at their edges) must land on the right rows. One file of 70,000
 rows, row index = id; DuckDB runs the same MERGE on plain tables as the oracle, and
 DuckDB's delta_scan and deltalake must read the result alike.
 """
@@ -20,6 +21,7 @@ import txsql
 from tests.interop.readers import duckdb_connection
 from tests.planner.operations.merge.test_merge import _readers
 from txsql.errors import MergeCardinalityError
+from txsql.planner.operations.merge import execute as mx
 
 pytestmark = pytest.mark.spark
 
@@ -34,8 +36,12 @@ MERGE = (
 )
 
 
-@pytest.fixture()
-def s(spark: Any, tmp_path: Path) -> txsql.Session:
+@pytest.fixture(params=["collected", "grouped_by_spark"])
+def s(
+    spark: Any, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> txsql.Session:
+    if request.param == "grouped_by_spark":  # as for a MERGE touching many target rows
+        monkeypatch.setattr(mx, "DIRECT_ROWS", -1)
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE t (id BIGINT, v BIGINT, p INT)")
     # One Spark partition: one file whose row index is the id.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,12 +25,15 @@ from pyroaring import BitMap64
 from pyspark.sql import functions as F
 
 from txsql.errors import MergeCardinalityError, SchemaError
+from txsql.planner.dml.dv_writes import DIRECT_ROWS, bitmaps_by_crc, crc_paths, file_crc
 from txsql.planner.dml.jobs import count_job
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.statements import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Observation
+
+    from txsql.log.actions import AddFile
 
 # Helper columns live next to every target and source column. A per-process random tag
 # keeps them apart from any user column (a source may be any query, so no fixed name is
@@ -245,26 +248,80 @@ class Summary:
     changed: dict[str, BitMap64] = field(default_factory=dict)
 
 
-def summarize(plan: MergePlan, rows: DataFrame) -> Summary:
+def observe_counts(plan: MergePlan, rows: DataFrame) -> tuple[DataFrame, Observation]:
+    """``rows`` counting, in whatever job reads them, rows per clause index (``-1``: none)
+    and rows with a target row (``"target"``): the write job then counts for the summary."""
+    from pyspark.sql import Observation
+
+    observed = Observation(f"txsql_merge_rows_{uuid.uuid4().hex}")
+    counts = [
+        F.expr(f"count_if({ACTION} = {i})").alias(str(i))
+        for i in [-1, *(c.index for c in plan.clauses)]
+    ]
+    target = F.expr(f"count_if({FILE} IS NOT NULL)").alias("target")
+    return rows.observe(observed, *counts, target), observed
+
+
+def summarize(
+    plan: MergePlan,
+    rows: DataFrame,
+    joined: DataFrame,
+    files: Sequence[AddFile],
+    observed: Observation | None = None,
+) -> Summary:
     """Counts, the duplicate-match check and per-file bitmaps, in one action, JVM only.
+
+    ``observed`` (from :func:`observe_counts` on ``rows``, after the job that read them)
+    holds the counts already; when it shows few target rows (at most ``DIRECT_ROWS``) they
+    are collected from ``joined`` (the part of ``rows`` holding every row with a target
+    row: the split join's first half) as ``(crc32 of file, row index, clause)``, 20 bytes
+    a row, and grouped on the driver: one job, no shuffle, no second half re-evaluated.
+    Otherwise, or without counts, Spark groups ``rows`` (:func:`_grouped_summary`).
+    """
+    crcs = crc_paths(files)
+    counted = None if observed is None else {k: int(v) for k, v in observed.get.items()}
+    if counted is None or counted["target"] > DIRECT_ROWS or crcs is None:
+        return _grouped_summary(plan, rows)
+    import numpy as np
+
+    table = count_job(
+        joined.where(F.col(FILE).isNotNull())
+        .select(file_crc(FILE).alias("f"), F.col(ROW).alias("r"), F.col(ACTION).alias("a"))
+        .toArrow
+    )
+    keys, ids, actions = (table.column(c).to_numpy(zero_copy_only=False) for c in "fra")
+    acting = np.isin(actions, plan.indexes(MATCHED))
+    changing = np.isin(actions, _changing(plan))
+    out = Summary(counts={int(k): n for k, n in counted.items() if k != "target"})
+    out.matched = bitmaps_by_crc(keys, ids, crcs)
+    out.changed = bitmaps_by_crc(keys[changing], ids[changing], crcs)
+    effective = bitmaps_by_crc(keys[acting], ids[acting], crcs)
+    out.distinct_matched_changed = sum(len(b) for b in effective.values())
+    out.duplicate_matches = int(acting.sum()) - out.distinct_matched_changed
+    return out
+
+
+def _changing(plan: MergePlan) -> list[int]:
+    """Clause indexes whose target rows lose their old version (update, delete)."""
+    kinds = ("update", "delete")
+    return plan.indexes(MATCHED, kinds) + plan.indexes(NOT_MATCHED_BY_SOURCE, kinds)
+
+
+def _grouped_summary(plan: MergePlan, rows: DataFrame) -> Summary:
+    """:func:`summarize` for many target rows, Spark grouping them.
 
     Spark groups the rows by (file, bucket of 32768 row indexes, clause) and builds each
     group's bitmap with ``bitmap_construct_agg`` (4096 bytes a group; partial aggregation
-    map-side, so only those bitmaps cross the shuffle). The driver turns the buckets into
-    per-file bitmaps of the rows matched, of those a MATCHED clause acts on ("effective")
-    and of those changed; a group's row count is its number of pairs, so duplicates =
-    effective pairs - distinct effective rows, exact wherever the pairs ran. The driver
-    holds bitmaps (at most one bit per target row), never rows.
-
-    The former summary, a ``mapInArrow`` of numpy per task, paid a Python worker round trip
-    per task (0.1-0.3 s each, five tasks) for milliseconds of work: see run.py's table.
+    map-side, so only those bitmaps cross the shuffle, a job of its own under AQE). The
+    driver turns the buckets into per-file bitmaps of the rows matched, of those a MATCHED
+    clause acts on ("effective") and of those changed; a group's row count is its number
+    of pairs, so duplicates = effective pairs - distinct effective rows, exact wherever the
+    pairs ran. The driver holds bitmaps (at most one bit per target row), never rows.
     """
     import numpy as np
 
     effective = plan.indexes(MATCHED)
-    changing = plan.indexes(MATCHED, ("update", "delete")) + plan.indexes(
-        NOT_MATCHED_BY_SOURCE, ("update", "delete")
-    )
+    changing = _changing(plan)
     grouped = rows.groupBy(
         F.col(FILE).alias("path"),
         F.expr(f"bitmap_bucket_number({ROW} + 1)").alias("bucket"),

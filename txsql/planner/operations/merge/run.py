@@ -16,11 +16,13 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
    everything below reads them, so a non-deterministic source or condition is evaluated
    once.
 4. Job 2 writes the new rows (updated and inserted) first, so a NOT NULL or cast failure
-   stops the MERGE before any DV is written; job 3 summarizes the classified rows in one
-   pass without a shuffle: counts per clause, Delta's cardinality check, per-file bitmaps
-   of matched and changed rows. The old versions of updated and deleted rows go into DVs
-   built from those bitmaps on the driver (no further job; copy-on-write on tables
-   without DVs adds a rewrite). ``spark_jobs`` in Result.metrics counts them.
+   stops the MERGE before any DV is written; it also counts the rows per clause (observed
+   metrics, no job of its own). Job 3 summarizes the target rows: Delta's cardinality
+   check and per-file bitmaps of matched and changed rows, collected as (file CRC, row
+   index, clause) when few, else grouped by Spark. The old versions of updated and
+   deleted rows go into DVs built from those bitmaps on the driver (no further job;
+   copy-on-write on tables without DVs adds a rewrite). ``spark_jobs`` in Result.metrics
+   counts them.
 5. The read set: the target rows joining the source (ON, a copy of the source's ON
    columns, files read, rows matched; :mod:`txsql.planner.operations.merge.check`), so concurrent
    commits conflict only when their rows could join with this source; then one ``MERGE``
@@ -176,7 +178,8 @@ def _execute(
                 plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted
             )
             with contextlib.ExitStack() as stack:
-                rows = stack.enter_context(mx.persisted(classified))
+                # Every row with a target row is in here (the split's second half has none).
+                rows = joined = stack.enter_context(mx.persisted(classified))
                 if split:  # the second half reads the first's matched source row ids
                     rest = mx.unmatched_source(plan, rows, src, types)
                     if inserts_deterministic(plan):
@@ -187,8 +190,12 @@ def _execute(
                         rows = stack.enter_context(mx.persisted(rows.unionByName(rest)))
                 # Job 2: new rows first, so a NOT NULL or cast failure stops the MERGE
                 # before any DV exists; job 3: counts, cardinality, per-file bitmaps.
-                new_files = _write_new_rows(ctx, plan, rows, snapshot, table)
-                summary = mx.summarize(plan, rows)
+                # The write counts the rows per clause on the way (no job of its own).
+                counting, observed = rows, None
+                if plan.indexes(actions=("update", "insert")):
+                    counting, observed = mx.observe_counts(plan, rows)
+                new_files = _write_new_rows(ctx, plan, counting, snapshot, table)
+                summary = mx.summarize(plan, rows, joined, files, observed)
                 summary.num_source_rows = num_source
                 mx.check_cardinality(plan, summary)
                 metrics["scanTimeMs"] = _ms_since(clock)

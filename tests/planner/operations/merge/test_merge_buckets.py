@@ -21,7 +21,7 @@ import txsql
 from tests.interop.readers import duckdb_connection
 from tests.planner.operations.merge.test_merge import _readers
 from txsql.errors import MergeCardinalityError
-from txsql.planner.operations.merge import execute as mx
+from txsql.planner.operations.merge import summary
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +41,7 @@ def s(
     spark: Any, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> txsql.Session:
     if request.param == "grouped_by_spark":  # as for a MERGE touching many target rows
-        monkeypatch.setattr(mx, "DIRECT_ROWS", -1)
+        monkeypatch.setattr(summary, "DIRECT_ROWS", -1)
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE t (id BIGINT, v BIGINT, p INT)")
     # One Spark partition: one file whose row index is the id.

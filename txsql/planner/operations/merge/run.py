@@ -74,6 +74,12 @@ from txsql.planner.operations.merge.plan import (
     operation_parameters,
     plan_merge,
 )
+from txsql.planner.operations.merge.summary import (
+    Summary,
+    check_cardinality,
+    observe_counts,
+    summarize,
+)
 from txsql.planner.sql.predicates import prune_files
 from txsql.planner.sql.statements import Merge
 from txsql.result import Result
@@ -144,7 +150,7 @@ def _execute(
     source: DataFrame,
     table: str,
     metrics: dict[str, int],
-) -> tuple[mx.Summary, SourceRows | None, list[AddFile], DeletionOutcome, StatementChanges]:
+) -> tuple[Summary, SourceRows | None, list[AddFile], DeletionOutcome, StatementChanges]:
     """The Spark side of a MERGE: at most three jobs (source, new rows, summary).
 
     The source is persisted for the statement: the join, the source count and the
@@ -193,11 +199,11 @@ def _execute(
                 # The write counts the rows per clause on the way (no job of its own).
                 counting, observed = rows, None
                 if plan.indexes(actions=("update", "insert")):
-                    counting, observed = mx.observe_counts(plan, rows)
+                    counting, observed = observe_counts(plan, rows)
                 new_files = _write_new_rows(ctx, plan, counting, snapshot, table)
-                summary = mx.summarize(plan, rows, joined, files, observed)
+                summary = summarize(plan, rows, joined, files, observed)
                 summary.num_source_rows = num_source
-                mx.check_cardinality(plan, summary)
+                check_cardinality(plan, summary)
                 metrics["scanTimeMs"] = _ms_since(clock)
                 clock = time.perf_counter()
                 outcome = DeletionOutcome()
@@ -245,7 +251,7 @@ def _count(plan: MergePlan, counts: dict[int, int], match: str | None, actions: 
 
 
 def _metrics(
-    plan: MergePlan, summary: mx.Summary, new_files: list[AddFile], outcome: DeletionOutcome
+    plan: MergePlan, summary: Summary, new_files: list[AddFile], outcome: DeletionOutcome
 ) -> dict[str, int]:
     """Delta's MERGE operationMetrics (names from DeltaOperationMetrics.MERGE)."""
     counts = summary.counts

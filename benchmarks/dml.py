@@ -1,6 +1,6 @@
 """DELETE / UPDATE / MERGE on txsql (deletion vectors) vs the ``deltalake`` package (delta-rs).
 
-Run: ``python benchmarks/dml.py [--rows N] [--files F] [--k-column NAME]`` (default
+Run: ``python benchmarks/dml.py [--rows N] [--files F] [--repeat R] [--k-column NAME]`` (default
 5,000,000 rows in 10 files, or ``TXSQL_BENCH_ROWS`` for quick runs; ``local[2]``;
 ``--files 1`` is the layout of the issue's table, deltalake's default of one file;
 ``--k-column`` renames the int column ``k``).
@@ -19,8 +19,10 @@ from the txsql table's mean file size, so a similar file count). Then, on each t
    *``.
 
 txsql runs the SQL through ``txsql.Session``; delta-rs runs ``DeltaTable.delete`` /
-``.update`` / ``.merge`` with default options. Each operation is timed once (they change
-the table, so there is no best-of), wall clock around the call: ``Session.sql`` for txsql
+``.update`` / ``.merge`` with default options. Each operation runs ``--repeat`` times
+(default 3), each time on a fresh copy of the table as the previous operations left it
+(so the JVM is warm at full scale, not only on the warm-up table), and the median is
+reported with the min-max; wall clock around the call: ``Session.sql`` for txsql
 (parse, plan, snapshot load, Spark jobs, commit) and ``DeltaTable(path)`` + the operation
 for delta-rs. Spark is warmed before timing by running the three statements on a 1,000-row
 table (and delta-rs likewise). Bytes written = the sizes of files newly created under the
@@ -32,7 +34,7 @@ After every operation both tables are read by an independent reader -- DuckDB's
 -- and ``count``, ``sum(id)``, ``sum(v)`` and ``min/max(s)`` per ``k`` must be equal; it
 prints "contents match" (or the first difference).
 
-"plain Spark" is the floor Spark itself sets, timed once in the same session on a plain
+"plain Spark" is the floor Spark itself sets, timed as often in the same session on a plain
 Parquet copy of the table's starting files: DELETE collects the matching rows' file path
 and row index (what any DV delete must find), UPDATE writes the changed rows, MERGE writes
 the broadcast-joined updated rows plus the unmatched source rows. No log, no DVs, no checks.
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -116,6 +119,15 @@ def listing(root: str) -> dict[str, int]:
             path = os.path.join(dirpath, name)
             files[path] = os.path.getsize(path)
     return files
+
+
+def median(runs: list[tuple[float, int, int, Any]]) -> float:
+    return float(np.median([run[0] for run in runs]))
+
+
+def spread(runs: list[tuple[float, int, int, Any]]) -> str:
+    seconds = [run[0] for run in runs]
+    return f"[{min(seconds):.2f}-{max(seconds):.2f}]"
 
 
 def measured(root: str, fn: Callable[[], Any]) -> tuple[float, int, int, Any]:
@@ -303,6 +315,9 @@ def main() -> None:
     )
     parser.add_argument("--files", type=int, default=FILES, help="data files per table")
     parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per operation, each on a fresh table copy"
+    )
+    parser.add_argument(
         "--k-column", default="k", help="name of the int32 column (default k, as in the issue)"
     )
     args = parser.parse_args()
@@ -346,29 +361,36 @@ def main() -> None:
             f"MERGE source: {work.source.num_rows:,} rows, {work.source.num_rows // 2:,} "
             "matching ids spread over the table, the rest new"
         )
-        print("each operation timed once (it changes the table); wall clock of the call\n")
-        ops = zip(
-            work.txsql_ops(s, ours),
-            work.deltalake_ops(theirs),
-            work.plain_spark_ops(spark, plain, plain_out),
+        print(
+            f"each operation run {args.repeat} times, each time on a fresh copy of the table "
+            "as the previous operations left it; median [min-max] wall clock of the call\n"
         )
-        for i, (ours_op, rs_op, plain_op) in enumerate(ops):
-            name, goal = GOALS[i]
-            t_ours, b_ours, f_ours, r_ours = measured(ours, ours_op)
-            t_rs, b_rs, f_rs, r_rs = measured(theirs, rs_op)
-            t_plain = measured(plain_out, plain_op)[0]
+        for i, (name, goal) in enumerate(GOALS):
+            runs: dict[str, list[tuple[float, int, int, Any]]] = {"ours": [], "rs": [], "plain": []}
+            for r in range(args.repeat):
+                ours_copy, rs_copy = f"{ours}_{i}_{r}", f"{theirs}_{i}_{r}"
+                shutil.copytree(ours, ours_copy)
+                shutil.copytree(theirs, rs_copy)
+                runs["ours"].append(measured(ours_copy, work.txsql_ops(s, ours_copy)[i]))
+                runs["rs"].append(measured(rs_copy, work.deltalake_ops(rs_copy)[i]))
+                plain_op = work.plain_spark_ops(spark, plain, plain_out)[i]
+                runs["plain"].append(measured(plain_out, plain_op))
+            ours, theirs = ours_copy, rs_copy  # the next operation starts from here
+            t_ours, t_rs, t_plain = (median(runs[k]) for k in ("ours", "rs", "plain"))
+            _, b_ours, f_ours, r_ours = runs["ours"][-1]
+            _, b_rs, f_rs, r_rs = runs["rs"][-1]
             time_ratio = t_ours / t_rs
             bytes_ratio = b_ours / b_rs if b_rs else float("inf")
             print(f"{i + 1}. {name}")
             print(
-                f"   txsql    {t_ours:7.2f} s  {fmt_bytes(b_ours):>9} in {f_ours} new files  "
-                f"({txsql_affected(r_ours)})"
+                f"   txsql    {t_ours:7.2f} s {spread(runs['ours'])}  {fmt_bytes(b_ours):>9} in "
+                f"{f_ours} new files  ({txsql_affected(r_ours)})"
             )
             print(
-                f"   delta-rs {t_rs:7.2f} s  {fmt_bytes(b_rs):>9} in {f_rs} new files  "
-                f"({deltalake_affected(r_rs)})"
+                f"   delta-rs {t_rs:7.2f} s {spread(runs['rs'])}  {fmt_bytes(b_rs):>9} in "
+                f"{f_rs} new files  ({deltalake_affected(r_rs)})"
             )
-            print(f"   plain Spark {t_plain:5.2f} s")
+            print(f"   plain Spark {t_plain:5.2f} s {spread(runs['plain'])}")
             print(
                 f"   ratio txsql/delta-rs: time {time_ratio:.2f}x, bytes {100 * bytes_ratio:.3f} %"
                 f" ({b_ours:,} / {b_rs:,} B); txsql/plain Spark: time {t_ours / t_plain:.2f}x"

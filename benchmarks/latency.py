@@ -24,15 +24,13 @@ counted, as in a new notebook:
 
 Goals (issue 10): first statement <= spark start + 1 s; 10-row INSERT <= 0.25 s.
 
-Measured 2026-11-24 on the 2-core machine shared with other jobs (load average 5-15, so the
-absolute seconds are inflated several times; medians of 3 fresh processes):
-spark start 10.5 s; first statement with background start 11.8 s (+1.3 s), without 9.6 s
-(a paired re-run: 9.3/10.2/9.4 s with vs 10.0/9.5/9.2 s without, i.e. no cost when the cell
-comes at once); the first cell's own time after 5 s of typing 4.5 s instead of ~9.5 s. A
-first version that warmed to the end before the cell ran cost +7 s at once (the read and
-mapInArrow steps), hence the warm-up stopping when a cell waits. Warm 10-row INSERT: 0.14 s
-median (one file) vs 0.165 s with Spark's file per core, 30 interleaved runs, load ~5;
-0.32 s in the loaded benchmark run (write job 0.24 s, the rest ~0.03 s per phase).
+Measured 2026-11-24 on the idle 2-core machine (medians of 3 fresh processes): spark start
+4.79 s; first statement with background start 5.49 s (+0.70 s), without 5.55 s; the first
+cell's own time after 5 s of typing 0.61 s. Warm 10-row INSERT: 0.155 s median of 15 (write
+job and stats 0.116 s, everything else 0.03 s). Earlier, on the machine shared with other
+jobs (load 5-15): spark start 10.5 s, first statement +1.3 s; a first version that warmed
+to the end before the cell ran cost +7 s at once (the read and mapInArrow steps), hence the
+warm-up stopping when a cell waits.
 """
 
 from __future__ import annotations

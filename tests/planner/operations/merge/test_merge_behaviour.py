@@ -13,7 +13,7 @@ import pytest
 
 import txsql
 from tests.planner.operations.merge.test_merge import _duckdb_merge, _readers, _txsql_rows
-from txsql.errors import MergeCardinalityError, NotNullViolationError, SchemaError
+from txsql.errors import MergeCardinalityError, NotNullViolationError, SchemaError, TxSqlError
 from txsql.planner.operations.merge import run as merge_module
 
 pytestmark = pytest.mark.spark
@@ -201,3 +201,31 @@ def test_empty_source_matches_nothing_and_by_source_sees_every_row(
     result = s.sql(sql)
     assert result.metrics["num_deleted_rows"] == 2 and result.version == 2
     assert _txsql_rows(s) == _duckdb_merge(before, [], sql.replace("empty", "src"))
+
+
+def test_written_rows_must_match_the_clause_counts(
+    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the rows written and the rows counted ever differ (a recomputed non-deterministic
+    input), the MERGE stops with nothing committed and its new files removed."""
+    spark.createDataFrame(
+        [(1, "x", 1), (9, "y", 3)], "id INT, v STRING, p INT"
+    ).createOrReplaceTempView("src")
+    real = merge_module.summarize
+
+    def miscounted(*args: Any, **kwargs: Any) -> Any:
+        summary = real(*args, **kwargs)
+        summary.counts = {k: n + 1 for k, n in summary.counts.items()}
+        return summary
+
+    monkeypatch.setattr(merge_module, "summarize", miscounted)
+    before, files = _txsql_rows(s), _files(s)
+    sql = (
+        "MERGE INTO t USING src ON t.id = src.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    with pytest.raises(TxSqlError, match="nothing was committed"):
+        s.sql(sql)
+    assert s.table("t").version() == 1 and _txsql_rows(s) == before and _files(s) == files
+    monkeypatch.setattr(merge_module, "summarize", real)
+    assert s.sql(sql).metrics["num_inserted_rows"] == 1

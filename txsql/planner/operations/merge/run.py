@@ -77,6 +77,7 @@ from txsql.planner.operations.merge.plan import (
 from txsql.planner.operations.merge.summary import (
     Summary,
     check_cardinality,
+    check_written_rows,
     observe_counts,
     summarize,
 )
@@ -204,6 +205,7 @@ def _execute(
                 summary = summarize(plan, rows, joined, files, observed)
                 summary.num_source_rows = num_source
                 check_cardinality(plan, summary)
+                check_written_rows(plan, summary, new_files)
                 metrics["scanTimeMs"] = _ms_since(clock)
                 clock = time.perf_counter()
                 outcome = DeletionOutcome()

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 from pyroaring import BitMap64
 from pyspark.sql import functions as F
 
-from txsql.errors import MergeCardinalityError
+from txsql.errors import MergeCardinalityError, TxSqlError
 from txsql.planner.dml.dv_writes import DIRECT_ROWS, bitmaps_by_crc, crc_paths, file_crc
 from txsql.planner.dml.jobs import count_job
 from txsql.planner.operations.merge.execute import ACTION, FILE, ROW
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.statements import MATCHED, NOT_MATCHED_BY_SOURCE
+from txsql.txn.rowlevel import num_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation
@@ -177,6 +178,28 @@ def check_cardinality(plan: MergePlan, summary: Summary) -> None:
             "MERGE cannot update or delete a target row that several source rows match "
             "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE]: "
             f"{summary.duplicate_matches} extra source row(s) match already matched rows"
+        )
+
+
+def check_written_rows(plan: MergePlan, summary: Summary, new_files: Sequence[AddFile]) -> None:
+    """The new files hold exactly the rows the UPDATE and INSERT clauses produced.
+
+    Both figures come from the same persisted rows, so a difference means they changed
+    between two reads (a cache partition lost and recomputed from a non-deterministic
+    source, say): the MERGE stops before anything is committed.
+
+    Raises:
+        TxSqlError: The counts differ.
+    """
+    written = [num_records(f.stats) for f in new_files]
+    if None in written:  # files without stats: nothing to compare
+        return
+    produced = sum(summary.counts.get(i, 0) for i in plan.indexes(actions=("update", "insert")))
+    if sum(n or 0 for n in written) != produced:
+        raise TxSqlError(
+            f"MERGE wrote {sum(n or 0 for n in written)} row(s) but its UPDATE and INSERT "
+            f"clauses produced {produced}; nothing was committed",
+            hint="The source or target changed while the MERGE read it; re-run the MERGE.",
         )
 
 

@@ -77,7 +77,7 @@ from txsql.planner.operations.merge.plan import (
 from txsql.planner.operations.merge.summary import (
     Summary,
     check_cardinality,
-    check_written_rows,
+    check_consistent,
     observe_counts,
     summarize,
 )
@@ -205,7 +205,7 @@ def _execute(
                 summary = summarize(plan, rows, joined, files, observed)
                 summary.num_source_rows = num_source
                 check_cardinality(plan, summary)
-                check_written_rows(plan, summary, new_files)
+                check_consistent(plan, summary, new_files)
                 metrics["scanTimeMs"] = _ms_since(clock)
                 clock = time.perf_counter()
                 outcome = DeletionOutcome()

@@ -181,24 +181,38 @@ def check_cardinality(plan: MergePlan, summary: Summary) -> None:
         )
 
 
-def check_written_rows(plan: MergePlan, summary: Summary, new_files: Sequence[AddFile]) -> None:
-    """The new files hold exactly the rows the UPDATE and INSERT clauses produced.
+def check_consistent(plan: MergePlan, summary: Summary, new_files: Sequence[AddFile]) -> None:
+    """The new files hold exactly the rows the UPDATE and INSERT clauses produced, and the
+    rows to mark deleted are exactly the target rows the UPDATE and DELETE clauses changed.
 
-    Both figures come from the same persisted rows, so a difference means they changed
-    between two reads (a cache partition lost and recomputed from a non-deterministic
-    source, say): the MERGE stops before anything is committed.
+    The counts come from the write job, the bitmaps from another read of the same
+    persisted rows, so a difference means the rows changed between two reads (a lost cache
+    partition recomputed from a non-deterministic source, say): the MERGE stops before
+    anything is committed. (With duplicates allowed, one unconditional DELETE, several
+    pairs may delete one row, so only the written rows are compared.)
 
     Raises:
-        TxSqlError: The counts differ.
+        TxSqlError: The figures differ.
     """
+    problems = []
     written = [num_records(f.stats) for f in new_files]
-    if None in written:  # files without stats: nothing to compare
-        return
     produced = sum(summary.counts.get(i, 0) for i in plan.indexes(actions=("update", "insert")))
-    if sum(n or 0 for n in written) != produced:
+    if None not in written and sum(n or 0 for n in written) != produced:
+        problems.append(
+            f"wrote {sum(n or 0 for n in written)} row(s) but its UPDATE and INSERT clauses "
+            f"produced {produced}"
+        )
+    if not plan.duplicates_allowed:
+        changing = sum(summary.counts.get(i, 0) for i in _changing(plan))
+        marked = sum(len(rows) for rows in summary.changed.values())
+        if marked != changing:
+            problems.append(
+                f"would mark {marked} row(s) deleted but its UPDATE and DELETE clauses "
+                f"changed {changing}"
+            )
+    if problems:
         raise TxSqlError(
-            f"MERGE wrote {sum(n or 0 for n in written)} row(s) but its UPDATE and INSERT "
-            f"clauses produced {produced}; nothing was committed",
+            f"MERGE {'; '.join(problems)}; nothing was committed",
             hint="The source or target changed while the MERGE read it; re-run the MERGE.",
         )
 

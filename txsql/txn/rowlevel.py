@@ -20,7 +20,7 @@ by :meth:`RowLevelState.decidable`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pyroaring import BitMap64
@@ -42,6 +42,12 @@ def num_records(stats: str | None) -> int | None:
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def total_records(files: Sequence[AddFile]) -> int | None:
+    """Physical rows of ``files`` from their stats; None if some file lacks ``numRecords``."""
+    counts = [num_records(f.stats) for f in files]
+    return None if None in counts else sum(c or 0 for c in counts)
 
 
 def loosen_stats(stats: str | None) -> str | None:

@@ -45,7 +45,7 @@ from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
 from txsql.planner.dml.jobs import count_job
 from txsql.storage.factory import delete_quietly, file_io_for
-from txsql.txn.rowlevel import loosen_stats, num_records
+from txsql.txn.rowlevel import loosen_stats, num_records, total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -154,8 +154,7 @@ def mark_rows_deleted(
     file_column, row_column = snapshot_row_ids(snapshot)
     files = list(snapshot.files if candidates is None else candidates)
     if max_rows is None:
-        counts = [num_records(f.stats) for f in files]
-        max_rows = None if None in counts else sum(c or 0 for c in counts)
+        max_rows = total_records(files)
     crcs = crc_paths(files)
     if max_rows is not None and max_rows <= DIRECT_ROWS and crcs is not None:
         collected = _collect_rows(matched, file_column, row_column, crcs)

@@ -19,7 +19,6 @@ MERGE drops deleted rows after its join in the JVM (``planner/operations/merge/l
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from txsql.engine.scan_files import sql_long
 from txsql.engine.schema import quote
 from txsql.log.actions import AddFile
 from txsql.log.snapshot import Snapshot
+from txsql.planner.dml.dv_writes import crc_paths
 from txsql.storage.factory import file_io_for
 
 if TYPE_CHECKING:
@@ -55,25 +55,19 @@ def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile
     DVs delete."""
     from pyspark.sql import functions as F
 
-    dvs: dict[str, DvFields] = {}
-    for f in files:
-        dv = f.deletion_vector
-        if dv is not None:
-            dvs[f.path] = (
-                dv.storage_type,
-                dv.path_or_inline_dv,
-                dv.size_in_bytes,
-                dv.cardinality,
-                dv.offset,
-            )
-    if not dvs:
+    if all(f.deletion_vector is None for f in files):
         return df
-    file_column, row_column = snapshot_row_ids(snapshot)
-    filtered = _literal_filter(df, snapshot.table_root, files, (file_column, row_column))
+    columns = snapshot_row_ids(snapshot)
+    filtered = _literal_filter(df, snapshot.table_root, files, columns)
     if filtered is not None:
         return filtered
+    dvs: dict[str, DvFields] = {
+        f.path: (dv.storage_type, dv.path_or_inline_dv, dv.size_in_bytes, dv.cardinality, dv.offset)
+        for f in files
+        if (dv := f.deletion_vector) is not None
+    }
     live = F.pandas_udf(_live_function(snapshot.table_root, dvs), "boolean")  # type: ignore[call-overload]
-    return df.where(live(F.col(quote(file_column)), F.col(quote(row_column))))
+    return df.where(live(*(F.col(quote(c)) for c in columns)))
 
 
 def _literal_filter(
@@ -84,17 +78,17 @@ def _literal_filter(
     2**32 or more)."""
     from pyspark.sql import functions as F
 
-    with_dv = [f for f in files if f.deletion_vector is not None]
-    if sum(f.deletion_vector.cardinality for f in with_dv if f.deletion_vector) > _LITERAL_ROWS:
+    with_dv = [(f, dv) for f in files if (dv := f.deletion_vector) is not None]
+    if sum(dv.cardinality for _, dv in with_dv) > _LITERAL_ROWS:
         return None
-    crcs = {f.path: zlib.crc32(f.path.encode("utf-8")) for f in files}
-    if len(set(crcs.values())) != len(crcs):
+    paths = crc_paths(files)
+    if paths is None:
         return None
+    crcs = {path: crc for crc, path in paths.items()}
     fs = file_io_for(root)
     parts: list[np.ndarray] = []
-    for f in with_dv:
-        assert f.deletion_vector is not None
-        rows = np.asarray(read_deletion_vector(f.deletion_vector, root, fs).to_array(), np.uint64)
+    for f, dv in with_dv:
+        rows = np.asarray(read_deletion_vector(dv, root, fs).to_array(), np.uint64)
         if len(rows) and int(rows.max()) >= 2**32:
             return None
         parts.append(row_keys(crcs[f.path], rows))

@@ -33,7 +33,7 @@ from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
 from txsql.planner.sql.statements import Update
 from txsql.result import Result
-from txsql.txn.rowlevel import num_records
+from txsql.txn.rowlevel import total_records
 
 _SET = "__txsql_set_{}"  # base of the SET value columns, made fresh per statement
 
@@ -100,7 +100,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                         )
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]
-                written_rows = _written_rows(adds)
+                written_rows = total_records(adds)
                 rewrite_ms = _ms(rewrite_started)
                 scan_started = time.perf_counter()
                 with counting_jobs() as dv_jobs:
@@ -153,12 +153,6 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
         "spark_jobs": jobs,
     }
     return commit_dml(target, text, "UPDATE", parameters, metrics, result_metrics, cleanup)
-
-
-def _written_rows(adds: list[AddFile]) -> int | None:
-    """Rows in the new files, from their stats (None if a file has none)."""
-    counts = [num_records(a.stats) for a in adds]
-    return None if None in counts else sum(c or 0 for c in counts)
 
 
 def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str, exp.Expr]]:

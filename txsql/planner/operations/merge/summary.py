@@ -18,7 +18,7 @@ from txsql.planner.dml.jobs import count_job
 from txsql.planner.operations.merge.execute import ACTION, FILE, ROW
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.statements import MATCHED, NOT_MATCHED_BY_SOURCE
-from txsql.txn.rowlevel import num_records
+from txsql.txn.rowlevel import total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation
@@ -195,12 +195,11 @@ def check_consistent(plan: MergePlan, summary: Summary, new_files: Sequence[AddF
         TxSqlError: The figures differ.
     """
     problems = []
-    written = [num_records(f.stats) for f in new_files]
+    written = total_records(new_files)
     produced = sum(summary.counts.get(i, 0) for i in plan.indexes(actions=("update", "insert")))
-    if None not in written and sum(n or 0 for n in written) != produced:
+    if written is not None and written != produced:
         problems.append(
-            f"wrote {sum(n or 0 for n in written)} row(s) but its UPDATE and INSERT clauses "
-            f"produced {produced}"
+            f"wrote {written} row(s) but its UPDATE and INSERT clauses produced {produced}"
         )
     if not plan.duplicates_allowed:
         changing = sum(summary.counts.get(i, 0) for i in _changing(plan))

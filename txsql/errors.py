@@ -41,7 +41,7 @@ class TxSqlError(Exception):
         return f"{text}\nHow to fix: {self.hint}" if self.hint else text
 
 
-# --- storage -------------------------------------------------------------------------
+# --- storage --------------------------------------------------------------------------
 
 
 class StorageError(TxSqlError):
@@ -123,7 +123,36 @@ class VersionExistsError(StorageError):
         super().__init__(f"commit version {version} already exists")
 
 
-# --- table / log ---------------------------------------------------------------------
+class StorageWriteError(StorageError):
+    """A file could not be written completely and durably; nothing was left under its name."""
+
+    default_hint = (
+        "The table is unchanged. Check that the file system is writable and healthy "
+        "(permissions, I/O errors in the system log), then re-run the statement."
+    )
+
+
+class DiskFullError(StorageWriteError):
+    """The disk, quota or file-size limit ran out while writing (ENOSPC, EDQUOT, EFBIG)."""
+
+    default_hint = (
+        "The table is unchanged. Free space on the disk holding the table (VACUUM removes "
+        "unused files), raise the quota or the process file-size limit (ulimit -f), then "
+        "re-run the statement."
+    )
+
+
+class DataFileError(StorageError):
+    """A data file the log references is missing, truncated or not valid Parquet."""
+
+    default_hint = (
+        "The file was damaged or deleted outside the log. Restore it from a backup, or "
+        "RESTORE the table to a version that does not reference it (DESCRIBE HISTORY lists "
+        "the versions)."
+    )
+
+
+# --- Spark ----------------------------------------------------------------------------
 
 
 class SparkStartError(TxSqlError):
@@ -150,6 +179,9 @@ class ExecutorSetupError(TxSqlError):
         "spark.addArtifacts('/path/to/txsql.zip', pyfile=True)). A zip holds only txsql: "
         "the executors also need pyarrow, numpy and pyroaring installed."
     )
+
+
+# --- tables, schemas and the log ------------------------------------------------------
 
 
 class TableNotFoundError(TxSqlError):
@@ -182,6 +214,16 @@ class SchemaNotEmptyError(TxSqlError):
     default_hint = "Drop its tables first, or use DROP SCHEMA ... CASCADE to drop them too."
 
 
+class NonEmptyLocationError(TxSqlError):
+    """CREATE TABLE on a directory that holds files but no Delta log."""
+
+    default_hint = (
+        "Pick an empty or new directory, or move the files away first. To make a table "
+        "of existing Parquet files, read them and CREATE TABLE ... AS SELECT into a new "
+        "location."
+    )
+
+
 class CorruptLogError(TxSqlError):
     """A commit or checkpoint could not be parsed or the log has a gap."""
 
@@ -191,10 +233,32 @@ class CorruptLogError(TxSqlError):
     )
 
 
+class ChecksumMismatchError(CorruptLogError):
+    """The table state rebuilt from the log differs from a version's ``.crc`` checksum file."""
+
+    default_hint = (
+        "A commit or checkpoint lost lines or rows: restore the damaged _delta_log file from "
+        "a backup, or read an earlier version whose checksum still matches."
+    )
+
+
 class VersionNotFoundError(TxSqlError):
     """Time travel to a version or timestamp the log cannot reconstruct."""
 
     default_hint = "Run DESCRIBE HISTORY to see which versions are available."
+
+
+class RestoreError(VersionNotFoundError):
+    """The version to restore cannot be rebuilt because its files are gone."""
+
+    default_hint = (
+        "VACUUM deleted files of that version. Restore a newer version (DESCRIBE HISTORY "
+        "lists them), or recover the files from a backup."
+    )
+
+
+class RetentionTooShortError(TxSqlError):
+    """VACUUM RETAIN is shorter than the table's deleted-file retention."""
 
 
 class ChangeDataFeedError(TxSqlError):
@@ -222,24 +286,8 @@ class CorruptDeletionVectorError(TxSqlError):
     )
 
 
-class SchemaError(TxSqlError):
-    """Data does not fit the table's schema, or a schema string is invalid."""
-
-    default_hint = "Compare the column names and types with DESCRIBE of the table."
-
-
 class InvalidTablePropertyError(TxSqlError):
     """A table property has an unknown key or an invalid value."""
-
-
-class DataFileError(StorageError):
-    """A data file the log references is missing, truncated or not valid Parquet."""
-
-    default_hint = (
-        "The file was damaged or deleted outside the log. Restore it from a backup, or "
-        "RESTORE the table to a version that does not reference it (DESCRIBE HISTORY lists "
-        "the versions)."
-    )
 
 
 class AppendOnlyTableError(TxSqlError):
@@ -251,20 +299,78 @@ class AppendOnlyTableError(TxSqlError):
     )
 
 
-class RestoreError(VersionNotFoundError):
-    """The version to restore cannot be rebuilt because its files are gone."""
+# --- columns and their rules (types, constraints, generated, identity, defaults) ------
+
+
+class SchemaError(TxSqlError):
+    """Data does not fit the table's schema, or a schema string is invalid."""
+
+    default_hint = "Compare the column names and types with DESCRIBE of the table."
+
+
+class CharVarcharLengthError(SchemaError):
+    """A value is longer than its CHAR(n) / VARCHAR(n) column allows."""
 
     default_hint = (
-        "VACUUM deleted files of that version. Restore a newer version (DESCRIBE HISTORY "
-        "lists them), or recover the files from a backup."
+        "Shorten the value (e.g. left(value, n)) or widen the column type; nothing was written."
     )
 
 
-class RetentionTooShortError(TxSqlError):
-    """VACUUM RETAIN is shorter than the table's deleted-file retention."""
+class ConstraintViolationError(SchemaError):
+    """A written row breaks a rule the table declares; the statement wrote nothing.
+
+    [Delta: DELTA_VIOLATE_CONSTRAINT_WITH_VALUES, SQLSTATE 23001]
+    """
+
+    default_hint = "Fix or filter the offending rows; the table is unchanged."
 
 
-# --- SQL front end --------------------------------------------------------------------
+class CheckConstraintViolationError(ConstraintViolationError):
+    """A row makes a CHECK constraint (or a legacy invariant) FALSE or NULL."""
+
+    default_hint = (
+        "Fix or filter the rows that break the constraint (NULL breaks it too), or "
+        "ALTER TABLE t DROP CONSTRAINT c if the rule is wrong; the table is unchanged."
+    )
+
+
+class NotNullViolationError(ConstraintViolationError):
+    """A NULL was written to a NOT NULL column. [Delta: DELTA_NOT_NULL_CONSTRAINT_VIOLATED]"""
+
+    default_hint = (
+        "Give the column a value (e.g. COALESCE(x, 0)), or ALTER TABLE t ALTER COLUMN c DROP "
+        "NOT NULL; the table is unchanged."
+    )
+
+
+class GeneratedColumnMismatchError(ConstraintViolationError):
+    """An explicit value differs from what a generated column's expression computes."""
+
+    default_hint = (
+        "Leave the generated column out of the INSERT column list (txsql computes it), or "
+        "write exactly the expression's value; the table is unchanged."
+    )
+
+
+class IdentityColumnError(SchemaError):
+    """A write gives a value to a GENERATED ALWAYS identity column, or updates one.
+
+    [Delta: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED]
+    """
+
+    default_hint = (
+        "Leave the identity column out of the INSERT column list; txsql hands out its "
+        "values. Use GENERATED BY DEFAULT AS IDENTITY to allow explicit values."
+    )
+
+
+class ConstraintDefinitionError(SchemaError):
+    """ADD/DROP CONSTRAINT, SET NOT NULL or a column rule cannot be defined as asked."""
+
+    default_hint = "See DESCRIBE DETAIL of the table for its constraints and columns."
+
+
+# --- SQL front end and notebook magic -------------------------------------------------
 
 
 class SqlError(TxSqlError):
@@ -317,11 +423,41 @@ class MergeCardinalityError(SqlError):
     )
 
 
+class MagicUsageError(TxSqlError):
+    """The magic line itself is wrong (unknown option, bad value, missing variable)."""
+
+
 # --- transactions ---------------------------------------------------------------------
 
 
 class TransactionError(TxSqlError):
     """Misuse of a transaction (committing twice, writing a second table...)."""
+
+
+class TransactionAbortedError(TransactionError):
+    """A statement inside BEGIN failed, so the whole transaction is void.
+
+    Like PostgreSQL's "current transaction is aborted": every further statement and
+    COMMIT is refused until ROLLBACK, so a transaction never commits half of its work.
+
+    Attributes:
+        statement_number: 1-based position (after BEGIN) of the statement that failed.
+        cause: the first line of that statement's error.
+        failed_statement: that statement's SQL text.
+    """
+
+    default_hint = "ROLLBACK to continue; then run the transaction again."
+
+    def __init__(self, statement_number: int, cause: str, failed_statement: str = "") -> None:
+        self.statement_number = statement_number
+        self.cause = cause
+        self.failed_statement = failed_statement
+        shown = " ".join(failed_statement.split())[:60]
+        where = f" (`{shown}`)" if shown else ""
+        super().__init__(
+            f"the transaction was aborted by the error in statement {statement_number}{where}:"
+            f" {cause}; nothing will be written"
+        )
 
 
 RowDetails = tuple[dict[str, Any], ...]
@@ -402,55 +538,6 @@ class ConcurrentDeleteDeleteError(CommitConflictError):
     """The winner removed a file this transaction removes [ConcurrentDeleteDeleteException]."""
 
 
-class CommitRetriesExceededError(TxSqlError):
-    """The commit lost more races than the configured retry limit allows."""
-
-    default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
-
-
-# --- durable writes (appended) ----------------------------------------------------------
-
-
-class StorageWriteError(StorageError):
-    """A file could not be written completely and durably; nothing was left under its name."""
-
-    default_hint = (
-        "The table is unchanged. Check that the file system is writable and healthy "
-        "(permissions, I/O errors in the system log), then re-run the statement."
-    )
-
-
-class DiskFullError(StorageWriteError):
-    """The disk, quota or file-size limit ran out while writing (ENOSPC, EDQUOT, EFBIG)."""
-
-    default_hint = (
-        "The table is unchanged. Free space on the disk holding the table (VACUUM removes "
-        "unused files), raise the quota or the process file-size limit (ulimit -f), then "
-        "re-run the statement."
-    )
-
-
-# --- CREATE locations and column lengths ----------------------------------------------
-
-
-class NonEmptyLocationError(TxSqlError):
-    """CREATE TABLE on a directory that holds files but no Delta log."""
-
-    default_hint = (
-        "Pick an empty or new directory, or move the files away first. To make a table "
-        "of existing Parquet files, read them and CREATE TABLE ... AS SELECT into a new "
-        "location."
-    )
-
-
-class CharVarcharLengthError(SchemaError):
-    """A value is longer than its CHAR(n) / VARCHAR(n) column allows."""
-
-    default_hint = (
-        "Shorten the value (e.g. left(value, n)) or widen the column type; nothing was written."
-    )
-
-
 class TableCreatedConcurrentlyError(ProtocolChangedError, TableExistsError):
     """Another CREATE of the same table committed version 0 first.
 
@@ -461,16 +548,13 @@ class TableCreatedConcurrentlyError(ProtocolChangedError, TableExistsError):
     default_hint = "Use the table the other CREATE made, or CREATE TABLE IF NOT EXISTS."
 
 
-# --- log integrity (appended) ------------------------------------------------------------
+class CommitRetriesExceededError(TxSqlError):
+    """The commit lost more races than the configured retry limit allows."""
+
+    default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
 
 
-class ChecksumMismatchError(CorruptLogError):
-    """The table state rebuilt from the log differs from a version's ``.crc`` checksum file."""
-
-    default_hint = (
-        "A commit or checkpoint lost lines or rows: restore the damaged _delta_log file from "
-        "a backup, or read an earlier version whose checksum still matches."
-    )
+# --- warnings -------------------------------------------------------------------------
 
 
 class TxSqlWarning(UserWarning):
@@ -483,96 +567,6 @@ class CheckpointFallbackWarning(TxSqlWarning):
 
 class ChecksumUnreadableWarning(TxSqlWarning):
     """A ``.crc`` checksum file could not be parsed, so that version was not verified."""
-
-
-class TransactionAbortedError(TransactionError):
-    """A statement inside BEGIN failed, so the whole transaction is void.
-
-    Like PostgreSQL's "current transaction is aborted": every further statement and
-    COMMIT is refused until ROLLBACK, so a transaction never commits half of its work.
-
-    Attributes:
-        statement_number: 1-based position (after BEGIN) of the statement that failed.
-        cause: the first line of that statement's error.
-        failed_statement: that statement's SQL text.
-    """
-
-    default_hint = "ROLLBACK to continue; then run the transaction again."
-
-    def __init__(self, statement_number: int, cause: str, failed_statement: str = "") -> None:
-        self.statement_number = statement_number
-        self.cause = cause
-        self.failed_statement = failed_statement
-        shown = " ".join(failed_statement.split())[:60]
-        where = f" (`{shown}`)" if shown else ""
-        super().__init__(
-            f"the transaction was aborted by the error in statement {statement_number}{where}:"
-            f" {cause}; nothing will be written"
-        )
-
-
-# --- notebook magic -------------------------------------------------------------------
-
-
-class MagicUsageError(TxSqlError):
-    """The magic line itself is wrong (unknown option, bad value, missing variable)."""
-
-
-# --- column rules (constraints, generated, identity, defaults) ------------------------
-
-
-class ConstraintViolationError(SchemaError):
-    """A written row breaks a rule the table declares; the statement wrote nothing.
-
-    [Delta: DELTA_VIOLATE_CONSTRAINT_WITH_VALUES, SQLSTATE 23001]
-    """
-
-    default_hint = "Fix or filter the offending rows; the table is unchanged."
-
-
-class CheckConstraintViolationError(ConstraintViolationError):
-    """A row makes a CHECK constraint (or a legacy invariant) FALSE or NULL."""
-
-    default_hint = (
-        "Fix or filter the rows that break the constraint (NULL breaks it too), or "
-        "ALTER TABLE t DROP CONSTRAINT c if the rule is wrong; the table is unchanged."
-    )
-
-
-class NotNullViolationError(ConstraintViolationError):
-    """A NULL was written to a NOT NULL column. [Delta: DELTA_NOT_NULL_CONSTRAINT_VIOLATED]"""
-
-    default_hint = (
-        "Give the column a value (e.g. COALESCE(x, 0)), or ALTER TABLE t ALTER COLUMN c DROP "
-        "NOT NULL; the table is unchanged."
-    )
-
-
-class GeneratedColumnMismatchError(ConstraintViolationError):
-    """An explicit value differs from what a generated column's expression computes."""
-
-    default_hint = (
-        "Leave the generated column out of the INSERT column list (txsql computes it), or "
-        "write exactly the expression's value; the table is unchanged."
-    )
-
-
-class IdentityColumnError(SchemaError):
-    """A write gives a value to a GENERATED ALWAYS identity column, or updates one.
-
-    [Delta: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED]
-    """
-
-    default_hint = (
-        "Leave the identity column out of the INSERT column list; txsql hands out its "
-        "values. Use GENERATED BY DEFAULT AS IDENTITY to allow explicit values."
-    )
-
-
-class ConstraintDefinitionError(SchemaError):
-    """ADD/DROP CONSTRAINT, SET NOT NULL or a column rule cannot be defined as asked."""
-
-    default_hint = "See DESCRIBE DETAIL of the table for its constraints and columns."
 
 
 __all__ = [

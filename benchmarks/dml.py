@@ -1,10 +1,9 @@
 """DELETE / UPDATE / MERGE on txsql (deletion vectors) vs the ``deltalake`` package (delta-rs).
 
-Run: ``python benchmarks/dml.py [--rows N] [--files F] [--warm W] [--repeat R] [--k-column
-NAME]`` (default
-5,000,000 rows in 10 files, or ``TXSQL_BENCH_ROWS`` for quick runs; ``local[2]``;
-``--files 1`` is the layout of the issue's table, deltalake's default of one file;
-``--k-column`` renames the int column ``k``).
+Run: ``python benchmarks/dml.py [--rows N] [--files F] [--warm W] [--repeat R]
+[--k-column NAME]`` (default 5,000,000 rows in 10 files, or ``TXSQL_BENCH_ROWS`` for quick
+runs; ``local[2]``; ``--files 1`` is the layout of the issue's table, deltalake's default
+of one file; ``--k-column`` renames the int column ``k``).
 
 In one process it builds the same table twice in a temp dir -- ``id`` bigint 0..N-1,
 ``k`` int ``id % 100``, ``v`` double ``(id * 7919 % 100003) / 8`` (exact in float64, so sums
@@ -381,13 +380,13 @@ def main() -> None:
                 ours_copy, rs_copy = f"{ours}_{i}_{r}", f"{theirs}_{i}_{r}"
                 shutil.copytree(ours, ours_copy)
                 shutil.copytree(theirs, rs_copy)
-                timed = {
+                results = {
                     "ours": measured(ours_copy, work.txsql_ops(s, ours_copy)[i]),
                     "rs": measured(rs_copy, work.deltalake_ops(rs_copy)[i]),
                     "plain": measured(plain_out, work.plain_spark_ops(spark, plain, plain_out)[i]),
                 }
                 if r >= args.warm:  # the first runs only warm the JVM at full scale
-                    for peer, run in timed.items():
+                    for peer, run in results.items():
                         runs[peer].append(run)
             ours, theirs = ours_copy, rs_copy  # the next operation starts from here
             t_ours, t_rs, t_plain = (median(runs[k]) for k in ("ours", "rs", "plain"))

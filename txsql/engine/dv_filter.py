@@ -31,7 +31,7 @@ from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.failures import typed_engine_error
 from txsql.engine.scan_cache import DeletedRowsCache
-from txsql.engine.scan_files import ScanFile, ScanHelpers, sql_long
+from txsql.engine.scan_files import ScanFile, ScanHelpers, row_keys, sql_long
 from txsql.engine.schema import quote
 from txsql.storage.factory import file_io_for
 
@@ -173,7 +173,7 @@ def _expand_on_driver(
     for f in files:
         rows = np.asarray(read_deletion_vector(_dv(f), root, fs).to_array(), dtype=np.int64)
         if long_keys:
-            rows = np.left_shift(np.int64(f.crc), np.int64(32)) | rows
+            rows = row_keys(f.crc, rows)
         else:
             paths += [f.spark_path] * len(rows)
         chunks.append(rows)
@@ -230,8 +230,7 @@ def _expander(
                 )
                 path = cols["path"][i]
                 if long_keys:
-                    crc = np.int64(zlib.crc32(path.encode("utf-8")))
-                    keys = np.left_shift(crc, np.int64(32)) | rows
+                    keys = row_keys(zlib.crc32(path.encode("utf-8")), rows)
                     yield pa.RecordBatch.from_arrays([pa.array(keys)], names=[dv_key])
                 else:
                     paths = pa.array([path] * len(rows), pa.string())

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
+import numpy as np
+
 from txsql.engine.names import fresh_names
 from txsql.engine.schema import TableSchema
 from txsql.errors import DataFileError, TxSqlError
@@ -215,3 +217,10 @@ def sql_long(value: int) -> str:
     if value == -(2**63):
         return "(-9223372036854775807L - 1L)"
     return f"{value}L"
+
+
+def row_keys(crc: int, rows: np.ndarray) -> np.ndarray:
+    """Spark's ``shiftleft(crc, 32) | row`` (the one long key of a deleted row) for row
+    indexes below 2**32, as signed longs: Spark's bigint shift wraps a CRC's high bit into
+    the sign bit; so does the view."""
+    return ((np.uint64(crc) << np.uint64(32)) | rows.astype(np.uint64)).view(np.int64)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from txsql.planner.dml.live_rows import row_keys
+from txsql.engine.scan_files import row_keys
 
 pytestmark = pytest.mark.spark
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.scan import snapshot_row_ids
-from txsql.engine.scan_files import sql_long
+from txsql.engine.scan_files import row_keys, sql_long
 from txsql.engine.schema import quote
 from txsql.log.actions import AddFile
 from txsql.log.snapshot import Snapshot
@@ -97,12 +97,6 @@ def _literal_filter(
     key_sql = f"(shiftleft(crc32(cast({quote(file_column)} AS BINARY)), 32) | {quote(row_column)})"
     listed = ", ".join(sql_long(int(k)) for k in keys)
     return df.where(F.expr(f"NOT ({key_sql} IN ({listed}))"))
-
-
-def row_keys(crc: int, rows: np.ndarray) -> np.ndarray:
-    """Spark's ``shiftleft(crc, 32) | row`` for unsigned ``rows`` below 2**32, as signed
-    longs: Spark's bigint shift wraps a CRC's high bit into the sign bit; so does the view."""
-    return ((np.uint64(crc) << np.uint64(32)) | rows.astype(np.uint64)).view(np.int64)
 
 
 def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-untyped-def]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from txsql.engine.executors import check_executors_import_txsql
 from txsql.engine.failures import typed_engine_error
+from txsql.engine.releases import drain_releases
 from txsql.engine.spark_errors import position_in_script, quiet_spark_errors, spark_error_message
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner import registry
@@ -156,8 +157,12 @@ class Session:
     def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
         # PySpark logs each SQL error (JSON, whole JVM stack) and sqlglot warns on stderr;
         # the statement's typed error already says it all.
-        with quiet_spark_errors(), quiet_sqlglot():
-            return self._run_statement(parsed, context)
+        drain_releases()  # caches dropped since the last statement, released on this thread
+        try:
+            with quiet_spark_errors(), quiet_sqlglot():
+                return self._run_statement(parsed, context)
+        finally:
+            drain_releases()
 
     def _run_statement(self, parsed: ParsedStatement, context: RunContext | None) -> Result:
         started = time.perf_counter()

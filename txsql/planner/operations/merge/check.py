@@ -10,7 +10,8 @@ removed file as we read it) with our source under ON: a conflict only if a row j
 The handle keeps only the source columns ON reads, captured while the MERGE's source is
 persisted (the MERGE's source-count job fills both caches), so the check sees exactly the
 source the MERGE saw (a temp view replaced later, or a non-deterministic source, does not
-change it). They stay persisted by Spark until the transaction is dropped.
+change it). They stay persisted by Spark until the transaction is dropped, and are
+released at the next statement boundary after that.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
 from sqlglot import exp
 
+from txsql.engine.releases import release_later
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate
 from txsql.planner.operations.merge.plan import MergePlan
@@ -50,8 +51,9 @@ class SourceRows:
     def __init__(self, schema: StructType, kept: DataFrame) -> None:
         self.schema = schema
         self.kept = kept
-        # Release the cached rows once the transaction (and its read set) is gone.
-        weakref.finalize(self, _unpersist, kept)
+        # Release the cached rows once the transaction (and its read set) is gone: queued,
+        # because a finalizer may run inside another Py4J call (see engine/releases.py).
+        weakref.finalize(self, release_later, kept.unpersist)
 
     @classmethod
     def capture(cls, source: DataFrame, columns: Sequence[str]) -> SourceRows:
@@ -74,11 +76,6 @@ class SourceRows:
     def dataframe(self, spark: SparkSession) -> DataFrame:
         del spark
         return self.kept
-
-
-def _unpersist(df: DataFrame) -> None:
-    with suppress(Exception):  # the session may already be stopped
-        df.unpersist()
 
 
 def _quoted(name: str) -> str:

@@ -243,9 +243,12 @@ class BackgroundStart:
         self,
         start: Callable[[], SparkSession] | None = None,
         warm: Callable[[SparkSession, Callable[[], bool]], None] | None = warm_session,
+        cancel_warm: Callable[[SparkSession], None] | None = None,
     ) -> None:
         self._start = start if start is not None else local_session
         self._warm = warm
+        self._cancel_warm = cancel_warm  # stops the warm step in flight when a cell waits
+        self._started: SparkSession | None = None  # set once started, before warming
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
         self._stage = "starting"
@@ -259,6 +262,7 @@ class BackgroundStart:
         try:
             session = self._start()
             self.stage_seconds["start"] = self.elapsed()
+            self._started = session
             self._stage = "warming"
             if self._warm is not None:
                 self._warm(session, lambda: not self._waited_for.is_set())
@@ -279,9 +283,12 @@ class BackgroundStart:
     ) -> SparkSession:
         """The started session; ``on_tick(seconds since start)`` runs while waiting.
 
-        Waiting stops the warm-up after its current step (see :func:`warm_session`).
+        Waiting stops the warm-up after its current step (see :func:`warm_session`), and
+        cancels that step's Spark jobs where the warm-up can be cancelled.
         """
         self._waited_for.set()
+        if self._started is not None and self._cancel_warm is not None and not self.done:
+            self._cancel_warm(self._started)
         while self._thread.is_alive():
             if on_tick is not None:
                 on_tick(self.elapsed())

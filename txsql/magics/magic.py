@@ -37,6 +37,7 @@ from txsql.magics.runner import CellRun, render_sql, run_sql
 from txsql.magics.sessions import NamedSessions
 from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
+from txsql.magics.warmup import cancel_warmup, wants_warmup, warm_statements
 from txsql.version import __version__
 
 SUBCOMMANDS = ("history", "diff", "sessions", "tables")
@@ -115,7 +116,7 @@ class TxSqlMagics(Magics, TxSql):
     def start_spark_in_background(self) -> None:
         """Start and warm a local SparkSession now, unless the notebook decides it."""
         if self.background is None and wants_background_start():
-            self.background = BackgroundStart(warm=_warm_for_notebook)
+            self.background = BackgroundStart(warm=_warm_for_notebook, cancel_warm=cancel_warmup)
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -350,6 +351,8 @@ def _warm_for_notebook(spark: Any, keep_going: Callable[[], bool]) -> None:
     import txsql.session  # noqa: F401
 
     warm_session(spark, keep_going)
+    if wants_warmup():
+        warm_statements(spark, keep_going)
 
 
 def _statement_texts(source: SqlSource | None) -> list[str]:

@@ -143,13 +143,41 @@ class DiskFullError(StorageWriteError):
 
 
 class DataFileError(StorageError):
-    """A data file the log references is missing, truncated or not valid Parquet."""
+    """A data file the log references is missing, truncated or not valid Parquet.
 
+    Attributes:
+        path: the file, as the reader named it (None when it named none).
+    """
+
+    path: str | None = None
     default_hint = (
         "The file was damaged or deleted outside the log. Restore it from a backup, or "
         "RESTORE the table to a version that does not reference it (DESCRIBE HISTORY lists "
         "the versions)."
     )
+
+
+class PartitionValueTooLongError(StorageWriteError):
+    """A partition directory name ``column=value`` is longer than the file system allows.
+
+    Attributes:
+        partition_column: the partition column.
+        length: the directory name's length in bytes (after Hive-style escaping).
+    """
+
+    LIMIT_BYTES = 255  # NAME_MAX of Linux, macOS and Windows file systems and HDFS's default
+
+    def __init__(self, column: str, value_prefix: str, length: int) -> None:
+        self.partition_column = column
+        self.length = length
+        super().__init__(
+            f"the partition value of column {column} ({value_prefix!r}...) makes the "
+            f"directory name `{column}=...` {length} bytes long, over the file system's "
+            f"limit of {self.LIMIT_BYTES} bytes per path component; nothing was written",
+            hint=f"Partition by a shorter column (e.g. a hash or prefix of {column}: "
+            f"substr({column}, 1, 100) in a generated column), or do not partition by "
+            f"{column}; the table is unchanged.",
+        )
 
 
 # --- Spark ----------------------------------------------------------------------------
@@ -255,6 +283,33 @@ class RestoreError(VersionNotFoundError):
         "VACUUM deleted files of that version. Restore a newer version (DESCRIBE HISTORY "
         "lists them), or recover the files from a backup."
     )
+
+
+class VacuumedVersionError(VersionNotFoundError, DataFileError):
+    """A time-travel read of a version whose data files VACUUM already deleted.
+
+    Both a VersionNotFoundError (the version cannot be read any more) and a DataFileError
+    (the file the reader missed). Attributes:
+        oldest_readable: the oldest version from which every version up to the latest
+            still has all its files (None when even the latest lacks one).
+        latest: the table's latest version.
+    """
+
+    def __init__(
+        self, message: str, *, path: str, oldest_readable: int | None, latest: int
+    ) -> None:
+        self.path = path
+        self.oldest_readable = oldest_readable
+        self.latest = latest
+        if oldest_readable is None:
+            hint = "Even the latest version lacks a file: restore the deleted files from a backup."
+        else:
+            hint = (
+                f"Read VERSION AS OF {oldest_readable} or newer (up to {latest}; DESCRIBE "
+                "HISTORY lists them). To time travel further back in future, raise "
+                "delta.deletedFileRetentionDuration before VACUUM runs."
+            )
+        super().__init__(message, hint=hint)
 
 
 class RetentionTooShortError(TxSqlError):
@@ -423,6 +478,60 @@ class MergeCardinalityError(SqlError):
     )
 
 
+class DataValueError(SqlError):
+    """Spark could not compute a value the statement needs (ANSI SQL's data exceptions,
+    SQLSTATE class 22): an invalid cast, a division by zero, an overflow...
+
+    Raised while the statement runs or while its rows are fetched (``Result.collect()``,
+    ``to_pandas()``, ``show()``, the magic); a write that fails this way commits nothing.
+    ``spark_condition`` is Spark's error class (e.g. ``DIVIDE_BY_ZERO``).
+    """
+
+    spark_condition: str = ""
+    default_hint = (
+        "Fix the value or the expression (the try_ functions, e.g. try_cast, return NULL "
+        "instead of failing); nothing was committed."
+    )
+
+
+class InvalidCastError(DataValueError):
+    """A value cannot be converted to the type it is used as (Spark: CAST_INVALID_INPUT),
+    e.g. the string 'abc' compared with a BIGINT column."""
+
+    default_hint = (
+        "Use a value of the column's type (id = 123, not id = 'abc'), or try_cast(value AS "
+        "type) to get NULL for malformed input; nothing was committed."
+    )
+
+
+class ParameterTypeError(InvalidCastError):
+    """A ``:name`` parameter's value does not fit the type the statement uses it as.
+
+    ``parameter`` is its name (without the colon).
+    """
+
+    parameter: str = ""
+
+
+class DivisionByZeroError(DataValueError):
+    """A division or remainder by zero (Spark: DIVIDE_BY_ZERO, SQLSTATE 22012)."""
+
+    default_hint = (
+        "Guard the divisor (a / NULLIF(b, 0)) or use try_divide(a, b), which returns NULL "
+        "for b = 0; nothing was committed."
+    )
+
+
+class ArithmeticOverflowError(DataValueError):
+    """A number does not fit its type (Spark: ARITHMETIC_OVERFLOW, CAST_OVERFLOW,
+    NUMERIC_VALUE_OUT_OF_RANGE, SQLSTATE 22003)."""
+
+    default_hint = (
+        "Compute in a wider type (CAST(x AS BIGINT) or DECIMAL(38, s)), or use try_add / "
+        "try_multiply / try_cast to get NULL instead; nothing was committed."
+    )
+
+
 class MagicUsageError(TxSqlError):
     """The magic line itself is wrong (unknown option, bad value, missing variable)."""
 
@@ -571,6 +680,7 @@ class ChecksumUnreadableWarning(TxSqlWarning):
 
 __all__ = [
     "AppendOnlyTableError",
+    "ArithmeticOverflowError",
     "BucketNotFoundError",
     "ChangeDataFeedError",
     "CharVarcharLengthError",
@@ -590,11 +700,14 @@ __all__ = [
     "CorruptDeletionVectorError",
     "CorruptLogError",
     "DataFileError",
+    "DataValueError",
     "DiskFullError",
+    "DivisionByZeroError",
     "ExecutorSetupError",
     "ExpressionTooDeepError",
     "GeneratedColumnMismatchError",
     "IdentityColumnError",
+    "InvalidCastError",
     "InvalidStorageOptionError",
     "InvalidTablePropertyError",
     "MagicUsageError",
@@ -602,6 +715,8 @@ __all__ = [
     "MetadataChangedError",
     "NonEmptyLocationError",
     "NotNullViolationError",
+    "ParameterTypeError",
+    "PartitionValueTooLongError",
     "ProtocolChangedError",
     "RestoreError",
     "RetentionTooShortError",
@@ -627,6 +742,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "UnsupportedStatementError",
     "UnsupportedStorageError",
+    "VacuumedVersionError",
     "VersionExistsError",
     "VersionNotFoundError",
 ]

@@ -8,16 +8,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.executors import check_executors_import_txsql
-from txsql.engine.failures import typed_engine_error
 from txsql.engine.releases import drain_releases
-from txsql.engine.spark_errors import position_in_script, quiet_spark_errors, spark_error_message
+from txsql.engine.spark_errors import quiet_spark_errors, statement_error
 from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner import registry
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.idempotent import AppWrite, StatementSkipped, run_idempotent
 from txsql.planner.sql.build import build_statement
-from txsql.planner.sql.params import bind_parameters
+from txsql.planner.sql.params import bind_parameters, used_parameters
 from txsql.planner.sql.script import ParsedStatement, parse_script
 from txsql.planner.sql.statements import (
     Begin,
@@ -136,7 +135,8 @@ class Session:
             except TxSqlError as e:
                 e.locate(parsed.source.text, parsed.source.line, parsed.source.column)
                 raise
-            statements.append(ParsedStatement(parsed.source, expression))
+            used = used_parameters(parsed.expression, params or {})
+            statements.append(ParsedStatement(parsed.source, expression, used))
         return statements
 
     def _run_control(self, statement: Commit | Rollback, text: str, ctx: RunContext) -> Result:
@@ -186,7 +186,9 @@ class Session:
                 _abort(explicit, e, source.text)
             raise
         except Exception as e:
-            error = _spark_error(e, source.text, source.line, source.column)
+            error = statement_error(
+                e, source.text, source.line, source.column, parameters=dict(parsed.parameters)
+            )
             if not control:
                 _abort(explicit, error, source.text)
             raise error from None
@@ -198,6 +200,7 @@ class Session:
             if explicit is not None and not control:
                 explicit.statements_run += 1
         result.elapsed_ms = (time.perf_counter() - started) * 1000
+        result.parameters = dict(parsed.parameters)  # rows fetched later name a bad one
         return result
 
 
@@ -225,30 +228,6 @@ def _abort(explicit: ExplicitTransaction | None, error: BaseException, text: str
     explicit.aborted = TransactionAbortedError(explicit.statements_run + 1, cause, text)
     if explicit.txn is not None:
         explicit.txn.abort()  # drop its staged actions now: nothing can commit them
-
-
-def _spark_error(error: Exception, statement: str, line: int, column: int) -> TxSqlError:
-    """Wrap an engine error so it names the statement and its cell position.
-
-    A failure with a known cause (a damaged DV or data file, an expression too deep)
-    becomes its typed error; anything else is reported as a statement error.
-    """
-    typed = typed_engine_error(error)
-    if typed is not None:
-        typed.locate(statement, line, column)
-        return typed
-    first = spark_error_message(error)
-    line, column = position_in_script(error, statement, line, column)  # Spark's position
-    if "NOT NULL constraint violated" in str(error):
-        detail = str(error).split("NOT NULL constraint violated", 1)[1].splitlines()[0]
-        first = "NOT NULL constraint violated" + detail.split(".")[0]
-    return SqlError(
-        f"{first} in `{' '.join(statement.split())[:80]}`",
-        statement=statement,
-        line=line,
-        column=column,
-        hint="Fix the statement; the table is unchanged.",
-    )
 
 
 def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:

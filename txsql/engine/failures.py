@@ -127,4 +127,6 @@ def _data_file_error(text: str) -> TxSqlError | None:
         reason = "the file does not exist"
     # The deepest cause often repeats the path; keep the message short.
     reason = reason.replace(path, "it").replace(path.replace("file:///", "file:/"), "it")
-    return DataFileError(f"data file {path} cannot be read: {reason}")
+    error = DataFileError(f"data file {path} cannot be read: {reason}")
+    error.path = path  # for the caller to tell a vacuumed old version from damage
+    return error

@@ -1,5 +1,9 @@
-"""Spark errors in the user's terms: Spark's own position mapped onto the statement text,
-and PySpark's duplicate error log kept off the console while txsql runs a statement.
+"""Spark errors in the user's terms: one typed txsql error per failure, Spark's own position
+mapped onto the statement text, and PySpark's duplicate error log kept off the console
+while txsql runs a statement.
+
+:func:`statement_error` is the one mapping, used by the session (errors while planning or
+writing), by :class:`~txsql.result.Result` (errors while fetching rows) and by the magic.
 
 Spark reports where an analysis error is (``getQueryContext()``: the offending fragment
 and its offsets) in the SQL *it* was given, which is txsql's rewrite of the statement
@@ -13,8 +17,19 @@ import contextlib
 import contextvars
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from txsql.engine.data_errors import data_value_error, partition_too_long_error
+from txsql.engine.failures import typed_engine_error
+from txsql.engine.readable_versions import vacuumed_version_error
+from txsql.errors import (
+    DataFileError,
+    ParameterTypeError,
+    SqlError,
+    TxSqlError,
+    VacuumedVersionError,
+)
 
 # PySpark logs every SQL error (a JSON record with the whole JVM stack) on these loggers
 # when it builds the exception, before the caller can catch it.
@@ -58,6 +73,69 @@ def quiet_spark_errors() -> Iterator[None]:
         _QUIET.reset(token)
 
 
+def statement_error(
+    error: BaseException,
+    statement: str,
+    line: int = 1,
+    column: int = 1,
+    *,
+    parameters: Mapping[str, Any] | None = None,
+    read_version: int | None = None,
+    fetching: bool = False,
+) -> TxSqlError:
+    """The typed txsql error for ``error``, raised while running ``statement`` (which
+    starts at ``line``/``column`` of its cell or script) or while fetching its rows.
+
+    Known causes get their own type: a damaged DV or data file, a time-travel read of a
+    version VACUUM emptied, a data value Spark cannot compute (ANSI casts, division by
+    zero, overflow; a ``:name`` parameter of the wrong type), a partition directory name
+    too long for the file system. Anything else is a :class:`SqlError` carrying Spark's
+    first message line at the position Spark blames.
+
+    Args:
+        parameters: the ``:name`` values bound into the statement (to name a bad one).
+        read_version: the version a single-table query read (named for a vacuumed one).
+        fetching: the rows were being fetched (nothing was committed), not the statement run.
+    """
+    typed = partition_too_long_error(str(error)) or typed_engine_error(error)
+    if isinstance(typed, DataFileError) and not isinstance(typed, VacuumedVersionError):
+        typed = vacuumed_version_error(typed, read_version) or typed
+    if typed is not None:
+        typed.locate(statement, line, column)
+        return typed
+    at_line, at_column = position_in_script(error, statement, line, column)
+    valued = data_value_error(error, statement, parameters or {})
+    if valued is not None:
+        if isinstance(valued, ParameterTypeError):  # Spark blames the value, not `:name`
+            offset = find_fragment(statement, f":{valued.parameter}")
+            at_line, at_column = _in_script(_line_column(statement, offset), line, column)
+        valued.locate(statement, at_line, at_column)
+        return valued
+    first = spark_error_message(error)
+    if "NOT NULL constraint violated" in str(error):
+        detail = str(error).split("NOT NULL constraint violated", 1)[1].splitlines()[0]
+        first = "NOT NULL constraint violated" + detail.split(".")[0]
+    unchanged = (
+        "nothing was committed by reading its rows" if fetching else "the table is unchanged"
+    )
+    return SqlError(
+        f"{first} in `{shorten(statement)}`",
+        statement=statement,
+        line=at_line,
+        column=at_column,
+        hint=f"Fix the statement; {unchanged}.",
+    )
+
+
+def shorten(statement: str, limit: int = 80) -> str:
+    """The statement on one line, cut to ``limit`` characters (for messages).
+
+    >>> shorten("SELECT *\\n  FROM t", 10)
+    'SELECT * F'
+    """
+    return " ".join(statement.split())[:limit]
+
+
 def spark_error_message(error: BaseException) -> str:
     """Spark's first message line without its position in the rewritten SQL.
 
@@ -74,7 +152,10 @@ def spark_error_position(error: BaseException, statement: str) -> tuple[int, int
     fragment = _fragment(error)
     if not fragment:
         return None
-    offset = find_fragment(statement, fragment)
+    return _line_column(statement, find_fragment(statement, fragment))
+
+
+def _line_column(statement: str, offset: int | None) -> tuple[int, int] | None:
     if offset is None:
         return None
     line = statement.count("\n", 0, offset) + 1
@@ -95,7 +176,11 @@ def position_in_script(
     >>> position_in_script(ValueError("x"), "SELECT 1", 3, 5)
     (3, 5)
     """
-    found = spark_error_position(error, statement)
+    return _in_script(spark_error_position(error, statement), line, column)
+
+
+def _in_script(found: tuple[int, int] | None, line: int, column: int) -> tuple[int, int]:
+    """A (line, column) inside a statement moved to the script the statement starts in."""
     if found is None:
         return line, column
     at_line, at_column = found

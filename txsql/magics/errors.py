@@ -13,11 +13,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from txsql.engine.spark_errors import (
-    position_in_script,
     quiet_spark_errors,
-    spark_error_message,
 )
-from txsql.errors import CommitConflictError, SqlError, SqlParseError, TxSqlError
+from txsql.errors import CommitConflictError, SqlParseError, TxSqlError
 from txsql.errors import MagicUsageError as MagicUsageError  # re-exported (defined there)
 from txsql.magics.source import SqlSource
 
@@ -142,28 +140,6 @@ def shorten_files(files: Sequence[str], keep: int = 5) -> list[str]:
     if len(files) > keep:
         names.append(f"(+{len(files) - keep} more)")
     return names
-
-
-def engine_error(error: Exception, statement: str, line: int, column: int) -> TxSqlError:
-    """Wrap a Spark error raised outside the session (e.g. while fetching rows).
-
-    Spark's first message line is kept; the position is the fragment Spark blames, found
-    in the statement (which starts at cell ``line``/``column``), else the statement start.
-    """
-    from txsql.engine.failures import typed_engine_error
-
-    typed = typed_engine_error(error)
-    if typed is not None:  # a damaged DV or data file: its own type and hint
-        typed.locate(statement, line, column)
-        return typed
-    at_line, at_column = position_in_script(error, statement, line, column)
-    return SqlError(
-        spark_error_message(error),
-        statement=statement,
-        line=at_line,
-        column=at_column,
-        hint="Fix the statement; nothing was committed by reading its rows.",
-    )
 
 
 def _statement_index(error: TxSqlError, statements: Sequence[str]) -> int | None:

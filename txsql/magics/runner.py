@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from txsql.errors import SqlError, TxSqlError
 from txsql.log.actions import CommitInfo
-from txsql.magics.errors import MagicUsageError, engine_error
+from txsql.magics.errors import MagicUsageError
 from txsql.magics.progress import Display, Progress
 from txsql.magics.render import Column, CommitDetails, Fetched, is_commit
 from txsql.magics.sessions import NamedSessions
@@ -167,7 +167,7 @@ def run_sql(run: CellRun, source: SqlSource, *, explain: bool = False) -> TxResu
         fetched = None
         if last.df is not None and run.limit != 0:
             progress.phase("fetch rows")
-            fetched = _fetch(last.df, run.limit, parsed[-1])
+            fetched = _fetch(last, run.limit, parsed[-1])
     details = commit_details(run.session, last) if run.feedback >= 1 else None
     badge = run.named.badge(run.session_name) if run.session_name is not None else None
     return TxResult(
@@ -233,14 +233,16 @@ def _label(parsed: Sequence[ParsedStatement]) -> str:
     return " ".join(" ".join(parsed[0].source.text.split()).split(" ")[:3])
 
 
-def _fetch(df: Any, limit: int | None, statement: ParsedStatement) -> Fetched:
-    """One Spark job: ``take(limit + 1)`` tells "more rows exist" without a count()."""
-    try:
+def _fetch(result: Result, limit: int | None, statement: ParsedStatement) -> Fetched:
+    """One Spark job: ``take(limit + 1)`` tells "more rows exist" without a count().
+
+    Rows are computed now, so this is where a bad cast or a vacuumed file fails: the
+    Result maps it to its typed error, placed at the statement's line in the cell.
+    """
+    df = result.df
+    with result.typed_errors(statement.source.line, statement.source.column):
         columns = tuple(Column(f.name, f.dataType.simpleString()) for f in df.schema.fields)
         rows = df.take(limit + 1) if limit is not None else df.collect()
-    except Exception as e:
-        source = statement.source
-        raise engine_error(e, source.text, source.line, source.column) from None
     truncated = limit is not None and len(rows) > limit
     shown = rows[:limit] if limit is not None else rows
     return Fetched(columns, tuple(tuple(row) for row in shown), truncated)

@@ -26,6 +26,16 @@ def parameter_names(expression: exp.Expr) -> list[str]:
     return names
 
 
+def used_parameters(expression: exp.Expr, params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The ``(name, value)`` pairs of ``params`` that ``expression`` uses, in order.
+
+    >>> import sqlglot
+    >>> used_parameters(sqlglot.parse_one("SELECT :b, :a", read="spark"), {"a": 1, "b": 2, "c": 3})
+    (('b', 2), ('a', 1))
+    """
+    return tuple((n, params[n]) for n in parameter_names(expression) if n in params)
+
+
 def bind_parameters(expression: exp.Expr, params: Mapping[str, Any]) -> exp.Expr:
     """Return a copy of ``expression`` with every ``:name`` replaced by a literal.
 

@@ -8,6 +8,7 @@ at the cell's line and column.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -31,8 +32,12 @@ class StatementText:
 
 @dataclass(frozen=True, slots=True)
 class ParsedStatement:
+    """One statement of a script: where it is, its tree, and the ``:name`` values bound
+    into the tree (kept so an error can name the parameter whose value failed)."""
+
     source: StatementText
     expression: exp.Expr
+    parameters: tuple[tuple[str, Any], ...] = ()
 
 
 def position(text: str, offset: int) -> tuple[int, int]:

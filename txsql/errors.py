@@ -663,6 +663,21 @@ class CommitRetriesExceededError(TxSqlError):
     default_hint = "Raise the retry limit (Session(max_commit_attempts=...)) or retry later."
 
 
+class AddedFileMissingError(TransactionError):
+    """A file the commit would add is gone (checked right before the put-if-absent).
+
+    Something deleted it after the statement wrote it: a VACUUM run with a staging window
+    overridden for tests, or a process outside txsql. Nothing was committed.
+    """
+
+    default_hint = (
+        "Re-run the statement: it writes its files again; the table is unchanged. If it "
+        "keeps happening, look for whoever deletes files under the table's directory "
+        "(VACUUM keeps files no commit names for 24 hours; TXSQL_STAGING_WINDOW_MS shortens "
+        "that, for tests only)."
+    )
+
+
 # --- warnings -------------------------------------------------------------------------
 
 
@@ -679,6 +694,7 @@ class ChecksumUnreadableWarning(TxSqlWarning):
 
 
 __all__ = [
+    "AddedFileMissingError",
     "AppendOnlyTableError",
     "ArithmeticOverflowError",
     "BucketNotFoundError",

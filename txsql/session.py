@@ -199,6 +199,7 @@ class Session:
         finally:
             if explicit is not None and not control:
                 explicit.statements_run += 1
+            context.end_statement()  # uncommitted autocommit writes: their files go
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         result.parameters = dict(parsed.parameters)  # rows fetched later name a bad one
         return result

@@ -129,6 +129,8 @@ class Table:
             return append_dataframe(ctx, self.log, df, self.name)
         except StatementSkipped as skipped:
             return skipped.result(f"append to {self.name}", self.name)
+        finally:
+            ctx.end_statement()  # a failed append's files are deleted
 
     def app_version(self, app_id: str) -> int | None:
         """The last version ``app_id`` committed to this table (None if it never did)."""

@@ -23,7 +23,10 @@ PLAIN = Protocol(1, 2)
 
 
 def _table(fs: MemoryFileIO | None = None, protocol: Protocol = PLAIN) -> DeltaLog:
-    log = DeltaLog(LogStore("/t", fs or MemoryFileIO()))
+    fs = fs or MemoryFileIO()
+    for name in ("a.parquet", "b.parquet"):  # a commit checks that its files exist
+        fs.write(f"/t/{name}", b"")
+    log = DeltaLog(LogStore("/t", fs))
     txn = Transaction(log)
     txn.stage([protocol, Metadata("m", SCHEMA), AddFile("a.parquet", {}, 100, 0)])
     txn.commit("CREATE TABLE")

@@ -62,7 +62,8 @@ def append(log: DeltaLog, root: Path, name: str, ids: list[int]) -> int:
 
 def big_append(log: DeltaLog, padding: int) -> None:
     """A commit whose JSON is larger than ``padding`` bytes (stats of a file never read)."""
-    add = AddFile("missing.parquet", {}, 1, 0, stats=json.dumps({"pad": "x" * padding}))
+    open(os.path.join(log.table_root, "never-read.parquet"), "ab").close()  # must exist
+    add = AddFile("never-read.parquet", {}, 1, 0, stats=json.dumps({"pad": "x" * padding}))
     with Transaction(log) as txn:
         txn.stage([add])
         txn.commit("WRITE", {"mode": "Append"})
@@ -211,11 +212,12 @@ _RLIMIT_CHILD = textwrap.dedent(
     root = sys.argv[1]
     log = DeltaLog.for_path(root)
     log.snapshot()
+    open(root + "/never-read.parquet", "ab").close()  # a commit checks its files exist
 
     def commit(padding):
         stats = json.dumps({"pad": "x" * padding})
         with Transaction(log) as txn:
-            txn.stage([AddFile("missing.parquet", {}, 1, 0, stats=stats)])
+            txn.stage([AddFile("never-read.parquet", {}, 1, 0, stats=stats)])
             return txn.commit("WRITE", {"mode": "Append"}).version
 
     resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
@@ -264,11 +266,11 @@ def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
     assert visible == [commit_name(v) for v in range(4)] and hidden == []
     assert not [n for n in os.listdir(root) if "deletion_vector" in n]
     commit_3 = (root / "_delta_log" / commit_name(3)).read_text()
-    assert '"missing.parquet"' in commit_3
+    assert '"never-read.parquet"' in commit_3
     # the small commit's add names a file that does not exist: drop it to read the rows
     with Transaction(log) as txn:
         txn.stage(
-            [next(f for f in log.snapshot().files if f.path == "missing.parquet").to_remove()]
+            [next(f for f in log.snapshot().files if f.path == "never-read.parquet").to_remove()]
         )
         txn.commit("DELETE")
     assert duckdb_rows(str(root), 4, "id") == [(0,), (1,), (2,), (10,), (11,)]

@@ -69,10 +69,13 @@ def test_vacuum_removes_stale_temp_files_and_staging_folders(
     (stale_stage / "_temporary" / "part-0.parquet").write_bytes(b"PAR1")
     stale_temp.write_bytes(b"{")
     young_temp.write_bytes(b"{")
-    for path in (stale_temp, stale_stage / "_temporary" / "part-0.parquet"):
-        os.utime(path, (two_hours_ago, two_hours_ago))
-    for path in (stale_stage / "_temporary", stale_stage):
-        os.utime(path, (two_hours_ago, two_hours_ago))
+    os.utime(stale_temp, (two_hours_ago, two_hours_ago))
+    # A staging folder is a dead writer's once its newest file is older than the staging
+    # window (a day): before that it may be a running statement's.
+    two_days_ago = time.time() - 2 * 86400
+    for path in (stale_stage / "_temporary" / "part-0.parquet", stale_stage / "_temporary"):
+        os.utime(path, (two_days_ago, two_days_ago))
+    os.utime(stale_stage, (two_days_ago, two_days_ago))
     session.sql("VACUUM t")
     assert not stale_temp.exists() and not stale_stage.exists()
     assert young_temp.exists(), "a temp file younger than an hour may belong to a live writer"

@@ -32,8 +32,10 @@ def _append(
     log = DeltaLog.for_path(location, options)
     start.wait()
     for seq in range(APPENDS):
+        name = f"w{writer}-{seq:04d}.parquet"
+        log.store.fs.write(f"{location}/{name}", b"x")  # a commit checks its files exist
         with Transaction(log) as txn:
-            txn.stage([AddFile(f"w{writer}-{seq:04d}.parquet", {}, 1, 0)])
+            txn.stage([AddFile(name, {}, 1, 0)])
             txn.commit("WRITE", {"mode": "Append"})
 
 

@@ -1,7 +1,8 @@
 """A tiny in-memory Delta table for deterministic interleaving tests (no Spark, no sleeps).
 
-Data files are never read by the transaction layer, so they are not written: an
-``AddFile`` with stats describing its rows is enough. Deletion vectors are real DV files
+Data files are never read by the transaction layer, so they are empty placeholders (a
+commit only checks that the files it adds exist): an ``AddFile`` with stats describing its
+rows is enough. Deletion vectors are real DV files
 written through ``txsql.dv`` into the same ``MemoryFileIO``.
 """
 
@@ -92,6 +93,9 @@ class Lab:
                     "nullCount": {"id": 0, "v": 0},
                 }
             )
+        # A placeholder: a commit checks that the files it adds exist, nothing reads them.
+        if not self.fs.exists(f"{ROOT}/{path}"):
+            self.fs.write(f"{ROOT}/{path}", b"")
         return AddFile(path, values, 100 + len(ids), 1, data_change=data_change, stats=body)
 
     def current(self, path: str) -> AddFile:

@@ -31,7 +31,9 @@ def _metadata(**conf: str) -> Metadata:
     )
 
 
-def _add(name: str) -> AddFile:
+def _add(log: DeltaLog, name: str) -> AddFile:
+    """An add of ``name``, with an empty placeholder file: a commit checks it exists."""
+    log.store.fs.write(f"{log.table_root}/{name}", b"")
     return AddFile(name, {}, 10, 1, stats='{"numRecords":1}')
 
 
@@ -63,8 +65,8 @@ def test_create_writes_version_zero_with_delta_commit_info(log: DeltaLog) -> Non
 def test_racing_blind_appends_both_commit_in_order(log: DeltaLog) -> None:
     first, second = Transaction(log), Transaction(log)
     first.snapshot(), second.snapshot()
-    first.stage([_add("a.parquet")])
-    second.stage([_add("b.parquet")])
+    first.stage([_add(log, "a.parquet")])
+    second.stage([_add(log, "b.parquet")])
     assert first.commit("WRITE").version == 1
     result = second.commit("WRITE")
     assert (result.version, result.read_version, result.attempts) == (2, 0, 2)
@@ -81,9 +83,9 @@ def test_reader_vs_blind_append_depends_on_isolation(
     reader = Transaction(log, isolation=level)
     reader.snapshot()
     reader.mark_read_whole_table()
-    reader.stage([_add("mine.parquet")])
+    reader.stage([_add(log, "mine.parquet")])
     with Transaction(log) as appender:
-        appender.stage([_add("theirs.parquet")])
+        appender.stage([_add(log, "theirs.parquet")])
         appender.commit("WRITE")
     if conflicts:
         with pytest.raises(ConcurrentAppendError) as info:
@@ -109,7 +111,7 @@ def test_concurrent_create_conflicts_on_protocol() -> None:
 def test_winner_metadata_change_conflicts(log: DeltaLog) -> None:
     writer = Transaction(log)
     writer.snapshot()
-    writer.stage([_add("x.parquet")])
+    writer.stage([_add(log, "x.parquet")])
     with Transaction(log) as alter:
         alter.stage([_metadata(foo="bar")])
         alter.commit("SET TBLPROPERTIES")
@@ -119,12 +121,12 @@ def test_winner_metadata_change_conflicts(log: DeltaLog) -> None:
 
 def test_deleting_a_file_we_read_conflicts(log: DeltaLog) -> None:
     with Transaction(log) as t:
-        t.stage([_add("a.parquet")])
+        t.stage([_add(log, "a.parquet")])
         t.commit("WRITE")
     reader = Transaction(log)
     reader.snapshot()
     reader.mark_files_read(["a.parquet"])
-    reader.stage([_add("c.parquet")])
+    reader.stage([_add(log, "c.parquet")])
     with Transaction(log) as deleter:
         deleter.snapshot()
         deleter.mark_files_read(["a.parquet"])
@@ -145,7 +147,7 @@ def test_lost_response_is_recognised_as_committed(log: DeltaLog) -> None:
 
     store.write_if_absent = write_then_lose_response  # type: ignore[method-assign]
     txn = Transaction(log)
-    txn.stage([_add("a.parquet")])
+    txn.stage([_add(log, "a.parquet")])
     result = txn.commit("WRITE")
     store.write_if_absent = real_write  # type: ignore[method-assign]
     assert result.version == 1
@@ -154,7 +156,7 @@ def test_lost_response_is_recognised_as_committed(log: DeltaLog) -> None:
 
 def test_uncommitted_transaction_leaves_no_trace(log: DeltaLog) -> None:
     with Transaction(log) as txn:
-        txn.stage([_add("a.parquet")])
+        txn.stage([_add(log, "a.parquet")])
     assert log.latest_version() == 0
     with pytest.raises(TransactionError):
         txn.commit("WRITE")
@@ -163,7 +165,7 @@ def test_uncommitted_transaction_leaves_no_trace(log: DeltaLog) -> None:
 def test_checkpoint_written_every_interval(log: DeltaLog) -> None:
     for i in range(10):
         with Transaction(log) as t:
-            t.stage([_add(f"f{i}.parquet")])
+            t.stage([_add(log, f"f{i}.parquet")])
             t.commit("WRITE")
     names = [f.name for f in log.store.list_log()]
     assert "00000000000000000010.checkpoint.parquet" in names
@@ -185,7 +187,7 @@ def test_in_commit_timestamps_are_monotonic() -> None:
     stamps = []
     for i in range(3):
         with Transaction(log) as t:
-            t.stage([_add(f"{i}.parquet")])
+            t.stage([_add(log, f"{i}.parquet")])
             t.commit("WRITE")
         stamps.append(_commit_info(log, i + 1).in_commit_timestamp)
     assert all(s is not None for s in stamps)
@@ -232,7 +234,7 @@ def test_validate_reads_catches_a_removed_read_file() -> None:
 
 def test_aborted_transaction_refuses_commit(log: DeltaLog) -> None:
     txn = Transaction(log)
-    txn.stage([_add("a.parquet")])
+    txn.stage([_add(log, "a.parquet")])
     txn.abort()
     assert txn.state == "aborted" and txn.staged == ()
     with pytest.raises(TransactionError, match="already aborted"):

@@ -21,6 +21,7 @@ from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.errors import CorruptDeletionVectorError
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.filesystem import FileIO
+from txsql.storage.written import record_written
 
 FORMAT_VERSION = 1
 _SIZE = struct.Struct(">i")
@@ -158,6 +159,7 @@ def write_deletion_vectors(
         assert path is not None  # a "u" descriptor always names a file
         try:
             fs.write_if_absent(path, data)
+            record_written(path)  # the running transaction deletes it if never committed
             crash_point("dv_written")
             return descriptors
         except FileExistsError:

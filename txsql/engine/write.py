@@ -11,6 +11,12 @@ Spark's scheme for the store (``s3a://`` for ``s3://``), see ``_write_to_object_
 Describing the written files as ``add`` actions (paths, partition values, footer stats)
 is :mod:`txsql.engine.written_files`; the Delta statistics rules are
 :mod:`txsql.engine.file_stats`.
+
+Every file that reaches the table is recorded in the running transaction's ledger
+(:mod:`txsql.storage.written`) the moment it appears, so a transaction that ends without
+committing deletes exactly its own files. A moved file's modification time is the move:
+VACUUM keeps files no commit names for the staging window counted from then, however long
+Spark took to write them.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from txsql.storage.durable import make_dirs, sync_files, write_error
 from txsql.storage.factory import file_io_for, spark_uri
 from txsql.storage.leftovers import STAGING_DIR
 from txsql.storage.paths import join, parse_location
+from txsql.storage.written import record_written, record_written_directory
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -161,6 +168,7 @@ def _write_to_object_store(
     """
     directory = uuid.uuid4().hex
     target = join(root, directory)
+    record_written_directory(target)  # a failed job's partial files are ours to delete
     try:
         writer.parquet(spark_uri(target))
     except Exception as exc:
@@ -248,10 +256,12 @@ def _move(staging: str, root: str, rel: str) -> str:
     source, target = os.path.join(staging, rel), os.path.join(root, rel)
     make_dirs(os.path.dirname(target))
     try:
+        os.utime(source)  # the file's age in the table starts now (VACUUM's window)
         os.link(source, target)  # EEXIST instead of clobbering another writer's file
     except FileExistsError as exc:
         raise StorageError(f"data file {target} already exists; refusing to replace it") from exc
     except OSError as exc:  # ENOSPC for the directory entry, EMLINK, EIO...
         raise write_error(target, exc, "move a data file to") from exc
+    record_written(target)
     os.unlink(source)
     return rel

@@ -4,10 +4,15 @@ Statements run in autocommit mode (one transaction per statement) unless the ses
 an explicit transaction open (BEGIN ... COMMIT): then every statement stages its actions
 into that one transaction, reads its own staged writes, and nothing reaches the log until
 COMMIT.
+
+While a statement runs, the transaction it writes through records the files its writers
+create (:mod:`txsql.storage.written`); :meth:`RunContext.end_statement` rolls back the
+autocommit transactions a statement opened and never committed, which deletes those files.
 """
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +22,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
 from txsql.planner.sql.statements import TableRef
+from txsql.storage.written import WrittenFiles, activate, deactivate
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.result import CommitResult
@@ -66,6 +72,10 @@ class RunContext:
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
     app: AppWrite | None = None  # exactly-once (app id, version) of the current call
+    # Autocommit transactions opened by the running statement, and the token restoring
+    # the ledger that was current before it (see end_statement).
+    _statement_txns: list[Transaction] = field(default_factory=list, repr=False)
+    _ledger_token: contextvars.Token[WrittenFiles | None] | None = field(default=None, repr=False)
 
     def transaction(self, log: DeltaLog) -> Transaction:
         """The transaction a statement on ``log``'s table runs in.
@@ -76,6 +86,8 @@ class RunContext:
         """
         if self.explicit is None:
             txn = self._new_transaction(log, None)
+            self._statement_txns.append(txn)
+            self._record_writes(txn)
             if self.app is not None:
                 self.app.bind(txn)
             return txn
@@ -92,10 +104,34 @@ class RunContext:
             txn.require_table(log.table_root)
             if self.app is not None:
                 self.app.bind(txn)
+        self._record_writes(txn)
         from txsql.planner.dml.changes import statement_start  # local: it imports the engine
 
         self.explicit.statement_start = statement_start(txn)
         return txn
+
+    def _record_writes(self, txn: Transaction) -> None:
+        """Files written from now on in this statement are ``txn``'s."""
+        token = activate(txn.written)
+        if self._ledger_token is None:
+            self._ledger_token = token
+
+    def end_statement(self) -> None:
+        """The statement is over: autocommit transactions it opened and did not commit
+        are rolled back (deleting the files they wrote), and its ledger stops recording.
+
+        An explicit transaction lives on: its files are deleted at ROLLBACK, when a
+        statement aborts it, or after COMMIT if the commit does not name them.
+        """
+        txns, self._statement_txns = self._statement_txns, []
+        token, self._ledger_token = self._ledger_token, None
+        try:
+            for txn in txns:
+                if txn.state == "open":
+                    txn.rollback()
+        finally:
+            if token is not None:
+                deactivate(token)
 
     def begin_alter(self, target: TableRef) -> tuple[Transaction, Snapshot]:
         """The transaction and current snapshot an ALTER TABLE of ``target`` changes."""

@@ -3,6 +3,11 @@
 Delta Spark's ``doCommitRetryIteratively``: every winning commit is read in version order
 and checked against the (possibly already rebased) transaction; a winner carrying our own
 ``txnId`` means an earlier attempt landed and only its response was lost.
+
+Each attempt first checks that the files it adds still exist
+(:func:`~txsql.txn.own_files.require_added_files`), and the loop knows at every moment
+whether an attempt might have landed unseen (:attr:`CommitLoop.outcome_unknown`): only
+when it certainly did not may the transaction delete the files it wrote.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from txsql.storage.leftovers import remove_stale_leftovers
 from txsql.txn.compaction import apply_carry, apply_dml_translation, own_row_map
 from txsql.txn.conflicts import CheckOutcome, TxnView, check_winning_commit
 from txsql.txn.isolation import choose_isolation, is_blind_append, row_level_enabled
+from txsql.txn.own_files import require_added_files
 from txsql.txn.readset import norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.rowlevel import RowLevelState, apply_rebases
@@ -83,6 +89,9 @@ class CommitLoop:
         self.metrics = {k: str(v) for k, v in metrics.items()}
         self.rebased: set[str] = set()
         self.winners: list[int] = []
+        # True from a put until the commit at that version is known not to be ours: an
+        # error in between leaves it unknown whether our commit landed.
+        self.outcome_unknown = False
 
     def run(self) -> CommitResult:
         snapshot = self.snapshot
@@ -139,20 +148,24 @@ class CommitLoop:
             try:
                 # Lists the log first: never write into a gap or on top of a lost commit.
                 self.log.check_next_version(version)
+                require_added_files(self.log, written, self.operation)
+                self.outcome_unknown = True
                 self.log.store.write_if_absent(version, encode_commit(written))
             except VersionExistsError:
                 pass
             else:
-                self._maybe_checkpoint(version)
+                self._after_commit(version)
                 return self._result(version, attempt, info, written)
             latest = self.log.latest_version()
             if latest is None or latest < version:
+                self.outcome_unknown = False  # nothing at that version: not ours either
                 continue  # the file vanished (log cleanup?): simply try the version again
             versions = range(version, latest + 1)
             for v, winner_actions in zip(versions, self.log.read_commits(versions), strict=True):
                 winner = WinningCommit(v, tuple(winner_actions))
                 if winner.txn_id == self.txn.txn_id:
                     return self._result(v, attempt, info, winner.actions)  # response lost
+                self.outcome_unknown = False  # the first winner sits where we tried
                 if self._winner_committed_our_app_version(winner):
                     return self._result(v, attempt, info, (), skipped=True)
                 view.actions = self.staged.actions()
@@ -230,17 +243,22 @@ class CommitLoop:
             winners=tuple(self.winners),
         )
 
-    def _maybe_checkpoint(self, version: int) -> None:
+    def _after_commit(self, version: int) -> None:
+        """Checksum and checkpoint, and remove what killed writers left behind."""
+        checkpointed = False
         try:
             snapshot: Snapshot = self.log.snapshot(version)
             self.log.write_checksum(snapshot)  # best effort: never raises
             if should_checkpoint(version, snapshot.configuration):
                 self.log.checkpoint(snapshot)
-                if isinstance(self.log.store.fs, LocalFileIO):
-                    # Throttled with the checkpoint: leftovers of killed writers.
-                    remove_stale_leftovers(self.log.table_root)
+                checkpointed = True
         except Exception:  # a failed checkpoint never fails a landed commit
             logger.warning("checkpoint at version %d failed", version, exc_info=True)
+        if isinstance(self.log.store.fs, LocalFileIO):
+            # Every commit: temp files in the log and stale staging folders (two small
+            # directory listings). The table root's DV temp files need a listing of the
+            # root, so that waits for a checkpoint. Never raises.
+            remove_stale_leftovers(self.log.table_root, scan_root=checkpointed)
 
 
 def _timestamp(winner: WinningCommit) -> int:

@@ -5,6 +5,11 @@ checked in version order by :mod:`txsql.txn.conflicts`; if none conflicts the st
 actions are rebased onto the newest version (adopting allow-listed metadata, merging
 deletion vectors row by row) and written again. Data files are never rewritten on retry
 and commitInfo keeps the original ``readVersion``.
+
+The files the transaction's statements write are recorded in its ledger
+(:attr:`Transaction.written`); whatever no commit names when the transaction ends is
+deleted (:mod:`txsql.txn.own_files`), so ROLLBACK, a refused statement or a conflict
+leaves no orphan behind.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from txsql.log.actions import Action, AddFile, Metadata, SetTransaction
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
+from txsql.storage.written import WrittenFiles, recording
 from txsql.txn.conflicts import RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
 from txsql.txn.joinread import JoinChecker, JoinRead, record_join
+from txsql.txn.own_files import delete_uncommitted
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
@@ -71,6 +78,9 @@ class Transaction:
         self._staged = StagedActions()
         self._state = "open"
         self._logged_paths: frozenset[str] | None = None
+        # Files this transaction's writers created (RunContext makes it the current ledger
+        # while a statement runs, commit() while it commits).
+        self.written = WrittenFiles()
 
     # --- reads ---------------------------------------------------------------------
 
@@ -229,25 +239,42 @@ class Transaction:
         )
         loop = CommitLoop(request, operation, parameters or {}, metrics or {})
         try:
-            result = loop.run()
-        except Exception:
+            with recording(self.written):  # a rebase may write new DV files
+                result = loop.run()
+        except BaseException:
             self._state = "failed"
+            if loop.outcome_unknown:
+                self.written.take(close=True)  # it may have landed: VACUUM decides later
+            else:
+                self._delete_written()
             raise
         self._state = "skipped" if result.skipped else "committed"
+        # Files written but not in the commit: adds a later statement cancelled, DV files
+        # a later DV or a rebase replaced, everything when the commit was skipped.
+        self._delete_written(result.actions)
         return result
 
     def rollback(self) -> None:
-        """Drop the staged actions; nothing was written to the log."""
+        """Drop the staged actions and delete the files written for them; nothing was
+        written to the log."""
         self._staged.clear()
         self._state = "rolled back"
+        self._delete_written()
 
     def abort(self) -> None:
-        """A statement of the transaction failed: drop everything staged, refuse a commit.
+        """A statement of the transaction failed: drop everything staged (and the files
+        written for it), refuse a commit.
 
         Only :meth:`rollback` (which is then a no-op on the log) is still allowed.
         """
         self._staged.clear()
         self._state = "aborted"
+        self._delete_written()
+
+    def _delete_written(self, committed: Sequence[Action] = ()) -> None:
+        written = self.written.take(close=True)
+        if written and self._pinned:  # unpinned: no read version bounds the log check
+            delete_uncommitted(self.log, written, self.read_version, committed)
 
     @property
     def state(self) -> str:

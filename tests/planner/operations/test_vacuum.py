@@ -19,7 +19,9 @@ from txsql.storage.paths import data_file_path
 
 pytestmark = [pytest.mark.spark]
 
-HOUR_AGO = time.time() - 3600
+DAY = 24 * 3600
+# Older than the staging window (a day): VACUUM may delete files no commit names.
+LONG_AGO = time.time() - 2 * DAY
 SHORT_RETENTION = (
     "ALTER TABLE t SET TBLPROPERTIES ('delta.deletedFileRetentionDuration' = 'interval 1 second')"
 )
@@ -30,9 +32,9 @@ def session(spark: Any, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark, warehouse=str(tmp_path))
 
 
-def age(paths: list[str]) -> None:
+def age(paths: list[str], when: float = LONG_AGO) -> None:
     for path in paths:
-        os.utime(path, (HOUR_AGO, HOUR_AGO))
+        os.utime(path, (when, when))
 
 
 def all_files(root: str) -> list[str]:
@@ -71,9 +73,9 @@ def build_history(s: txsql.Session) -> tuple[DeltaLog, set[str], set[str]]:
     for f in snapshot.files:
         if f.deletion_vector is not None:
             live.add(os.path.normpath(f.deletion_vector.absolute_path(root) or ""))
-    # The whole table, version 0 included, is an hour old: the orphans were written after
+    # The whole table, version 0 included, is two days old: the orphans were written after
     # the table's creation, so VACUUM may prove they are its own.
-    age([*all_files(root), log.store.log_path("00000000000000000000.json")])
+    age([*all_files(root), log.store.log_path("00000000000000000000.json"), str(staging)])
     doomed = {os.path.normpath(p) for p in all_files(root)} - live
     assert len(doomed) >= 5  # the 'b' file, the old DV file and the orphans
     return log, live, doomed
@@ -81,10 +83,14 @@ def build_history(s: txsql.Session) -> tuple[DeltaLog, set[str], set[str]]:
 
 def test_dry_run_lists_exactly_the_expired_and_orphaned_files(session: txsql.Session) -> None:
     _, live, doomed = build_history(session)
-    # Within the default 7-day retention nothing goes: tombstones protect their files and
-    # the hour-old orphans are younger than the cutoff (they may be an unfinished write).
-    assert session.sql("VACUUM t DRY RUN").df.count() == 0
+    # Within the default 7-day retention tombstones protect their files and the two-day-old
+    # orphans are younger than the cutoff; a dead writer's staging folder (older than the
+    # staging window) holds no version's files and goes.
+    (staged,) = [p for p in doomed if "_txsql_staging" in p]
+    assert {r["path"] for r in session.sql("VACUUM t DRY RUN").df.collect()} == {staged}
     session.sql(SHORT_RETENTION)
+    assert not os.path.exists(staged), "every commit removes dead staging folders"
+    doomed.remove(staged)
     time.sleep(1.2)  # the tombstones are now older than the table's retention
     listed = {r["path"] for r in session.sql("VACUUM t DRY RUN").df.collect()}
     assert listed == doomed
@@ -95,6 +101,7 @@ def test_dry_run_lists_exactly_the_expired_and_orphaned_files(session: txsql.Ses
 def test_vacuum_deletes_them_and_the_table_stays_readable(session: txsql.Session) -> None:
     log, live, doomed = build_history(session)
     session.sql(SHORT_RETENTION)
+    doomed = {p for p in doomed if "_txsql_staging" not in p}  # that commit removed them
     time.sleep(1.2)
     expected = sorted(tuple(r) for r in session.sql("SELECT * FROM t").df.collect())
     version = log.latest_version()
@@ -129,7 +136,10 @@ def test_retention_check_refuses_short_retain(session: txsql.Session, spark: Any
         r = session.sql("VACUUM t RETAIN 0 HOURS")
     finally:
         spark.conf.unset(CHECK_CONF)
-    assert r.metrics["numDeletedFiles"] >= 5
+    # The 'b' file, the old DV file and two orphans; the dead staging folder went with the
+    # VACUUM START commit (every commit removes those).
+    assert r.metrics["numDeletedFiles"] >= 4
+    assert not (Path(log.table_root) / "_txsql_staging").exists()
     assert all(os.path.exists(p) for p in live)
     rows = sorted(tuple(r) for r in session.sql("SELECT * FROM t").df.collect())
     assert rows == [(2, "a"), (4, "c")]
@@ -169,16 +179,82 @@ def test_vacuum_never_deletes_files_that_predate_the_table(
     # Someone else's data copied in later with its old modification time (cp -p).
     foreign = str(Path(location) / "part-00000-foreign.snappy.parquet")
     Path(foreign).write_bytes(b"not ours")
-    os.utime(foreign, (HOUR_AGO - 3600, HOUR_AGO - 3600))
     session.sql(SHORT_RETENTION)
     session.sql("DELETE FROM t")  # removes the CTAS files
     orphan = str(Path(location) / "part-00001-failed-write.parquet")
-    Path(orphan).write_bytes(b"a failed write after the table was created")
-    # The CTAS files are older than version 0 (written before it) but a commit names them.
-    age(ctas_files)
+    Path(orphan).write_bytes(b"a killed write after the table was created")
+    # The table was created three days ago; the orphan is two days old (past the staging
+    # window); the foreign file four. The CTAS files are older than version 0 (written
+    # before it) but a commit names them.
+    created = time.time() - 3 * DAY
+    age([log.store.log_path("00000000000000000000.json")], created)
+    age([foreign], created - DAY)
+    age([orphan])
+    age(ctas_files, created - 60)
     time.sleep(1.2)
     listed = {r["path"] for r in session.sql("VACUUM t DRY RUN").df.collect()}
     assert listed == {os.path.normpath(p) for p in [*ctas_files, orphan]}
     session.sql("VACUUM t")
     assert os.path.exists(foreign)
     assert not any(os.path.exists(p) for p in [*ctas_files, orphan])
+
+
+def test_retain_0_hours_spares_files_no_commit_names_yet(
+    session: txsql.Session, spark: Any
+) -> None:
+    """A file written but not committed yet survives VACUUM RETAIN 0 HOURS; an old one goes.
+
+    RETAIN keeps its meaning for files the log removed: a tombstone is expired at once.
+    """
+    session.sql("CREATE TABLE t (id INT)")
+    session.sql("INSERT INTO t VALUES (1)")
+    session.sql("INSERT INTO t VALUES (2)")
+    log = DeltaLog.for_path(str(Path(session.warehouse) / "t"))
+    root = log.table_root
+    age([*all_files(root), log.store.log_path("00000000000000000000.json")], LONG_AGO - DAY)
+    before = {data_file_path(root, f.path) for f in log.snapshot().files}
+    session.sql("DELETE FROM t WHERE id = 1")  # removes a whole file: a tombstone of now
+    (removed,) = before - {data_file_path(root, f.path) for f in log.snapshot().files}
+    fresh = os.path.join(root, "part-00000-being-committed.c000.snappy.parquet")
+    old = os.path.join(root, "part-00001-killed-two-days-ago.c000.snappy.parquet")
+    for path in (fresh, old):
+        Path(path).write_bytes(b"PAR1")
+    age([old])
+    spark.conf.set(CHECK_CONF, "false")
+    try:
+        listed = {r["path"] for r in session.sql("VACUUM t RETAIN 0 HOURS DRY RUN").df.collect()}
+        assert listed == {os.path.normpath(removed), os.path.normpath(old)}
+        r = session.sql("VACUUM t RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset(CHECK_CONF)
+    assert r.metrics["numDeletedFiles"] == 2
+    assert os.path.exists(fresh), "a file no commit names may be a running statement's"
+    assert not os.path.exists(old) and not os.path.exists(removed)
+    expected = sorted(tuple(r) for r in session.sql("SELECT * FROM t").df.collect())
+    assert duckdb_rows(root, log.latest_version() or 0, "id") == expected
+
+
+def test_a_live_writers_staging_folder_is_never_entered(session: txsql.Session, spark: Any) -> None:
+    """A staging folder goes whole once its newest file is older than the staging window,
+    never file by file: a running Spark job's early part files may be days old."""
+    session.sql("CREATE TABLE t (id INT)")
+    log = DeltaLog.for_path(str(Path(session.warehouse) / "t"))
+    root = Path(log.table_root)
+    age([log.store.log_path("00000000000000000000.json")], LONG_AGO - DAY)
+    live = root / "_txsql_staging" / ("1" * 32) / "_temporary" / "0"
+    dead = root / "_txsql_staging" / ("2" * 32) / "_temporary" / "0"
+    for folder in (live, dead):
+        folder.mkdir(parents=True)
+        (folder / "part-00000.parquet").write_bytes(b"PAR1")
+    (live / "part-00001.parquet").write_bytes(b"PAR1")  # being written now
+    age([str(live / "part-00000.parquet"), str(dead / "part-00000.parquet")])
+    age([str(dead), str(dead.parent), str(dead.parent.parent)])  # folders too: nothing new
+    spark.conf.set(CHECK_CONF, "false")
+    try:
+        listed = {r["path"] for r in session.sql("VACUUM t RETAIN 0 HOURS DRY RUN").df.collect()}
+        assert listed == {str(dead / "part-00000.parquet")}
+        session.sql("VACUUM t RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset(CHECK_CONF)
+    assert (live / "part-00000.parquet").exists() and (live / "part-00001.parquet").exists()
+    assert not (root / "_txsql_staging" / ("2" * 32)).exists()

@@ -5,16 +5,23 @@ A file under the table root is deleted when (Delta's ``VacuumCommand``):
 * no live file of the current version is it, or its deletion vector;
 * no tombstone younger than the retention (``delete before = now - retention``) names it
   or its DV: versions inside the window stay readable by time travel;
-* its modification time is older than ``delete before`` too, so files a writer is still
-  committing (not in the log yet) are safe;
+* its modification time is older than ``delete before`` too;
 * it provably belongs to the table: a readable commit names it, or it was written after
   the table's creation (version 0). Unnamed files older than the table are someone
   else's data (CREATE refuses non-empty directories, but files can be copied in later)
-  and are never deleted.
+  and are never deleted;
+* if no commit names it, it is also older than the staging window (24 hours, see
+  :data:`~txsql.storage.leftovers.STAGING_WINDOW_MS`), which RETAIN cannot lower: such
+  a file may be a running statement's, written and about to be committed. Delta Spark
+  deletes those with ``RETAIN 0 HOURS`` and the safety check off, and the statement then
+  commits a file that is gone; here it survives (and should it be deleted anyway, its
+  commit fails typed rather than naming it, :mod:`txsql.txn.own_files`).
 
-That covers expired tombstones and orphans: files a failed statement wrote, leftovers in
-txsql's ``_txsql_staging/``, unreferenced ``deletion_vector_*.bin``. ``_delta_log`` and
-other hidden (``_``/``.``-prefixed) entries are never touched. The retention defaults to
+That covers expired tombstones and orphans: files a killed writer left, unreferenced
+``deletion_vector_*.bin``, and staging folders of txsql's ``_txsql_staging/`` whose
+newest file is older than the staging window (a live writer keeps its folder young, so
+nothing inside it is ever deleted). ``_delta_log`` and other hidden (``_``/``.``-prefixed)
+entries are never touched. The retention defaults to
 ``delta.deletedFileRetentionDuration`` (7 days); a shorter RETAIN is refused unless the
 Spark conf ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``.
 
@@ -24,17 +31,18 @@ clones register themselves in ``<source>/_txsql_clones/`` (see
 
 A real run commits ``VACUUM START`` (files to delete) before deleting and ``VACUUM END``
 after, both without file actions, as Delta does; DRY RUN lists the files and commits
-nothing.
+nothing. Just before deleting, commits that landed since the snapshot was read are read
+too, and files they name are spared.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from dataclasses import dataclass
 
-from txsql.engine.write import STAGING_DIR
 from txsql.errors import RetentionTooShortError, TransactionError, TxSqlError
 from txsql.log import properties
 from txsql.log.actions import AddFile, RemoveFile
@@ -45,7 +53,12 @@ from txsql.planner.operations.clone import PENDING_CLONE_MS, registered_clones
 from txsql.planner.sql.statements import VacuumTable
 from txsql.result import Result
 from txsql.storage.factory import file_io_for
-from txsql.storage.leftovers import remove_stale_leftovers
+from txsql.storage.leftovers import (
+    STAGING_DIR,
+    remove_stale_leftovers,
+    staging_window_ms,
+    stale_staging,
+)
 from txsql.storage.paths import (
     data_file_path,
     is_local_location,
@@ -82,10 +95,16 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         )
     location = parse_location(snapshot.table_root)
     root = location.root
-    cutoff = int(time.time() * 1000) - retain_ms
+    now = int(time.time() * 1000)
+    cutoff = now - retain_ms
     keep = referenced_files(snapshot, root, cutoff) | clone_files(log, root)
-    owned = Ownership(logged_files(log, snapshot, root), creation_time_ms(log, snapshot))
-    sizes = files_to_delete(root, keep, cutoff, owned)
+    floor = now - staging_window_ms()
+    owned = Ownership(
+        logged_files(log, snapshot, root), creation_time_ms(log, snapshot), min(cutoff, floor)
+    )
+    # Staging folders hold no version's files: the window alone decides, as after commits.
+    dead = dead_staging_folders(root, floor) if location.is_local else []
+    sizes = files_to_delete(root, keep, cutoff, owned, dead, floor)
     doomed = sorted(sizes)
     size = sum(sizes.values())
     if statement.dry_run:
@@ -112,15 +131,21 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
     )
     deleted = deleted_bytes = 0
     fs = file_io_for(location)
-    for path in doomed:
+    named_since = named_after(log, snapshot.version, root)  # committed while we listed
+    for path in (p for p in doomed if p not in named_since):
         with contextlib.suppress(FileNotFoundError):
             fs.delete(path)
             deleted += 1
             deleted_bytes += sizes[path]
     directories = 0
     if location.is_local:  # object stores have no directories and no temp files
-        remove_stale_leftovers(root)  # temp files and staging folders of killed writers
-        directories = _remove_empty_dirs(root)
+        for folder in dead:  # their files are gone; now their empty directories
+            shutil.rmtree(folder, ignore_errors=True)
+            directories += not os.path.exists(folder)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(root, STAGING_DIR))  # fails while a writer is staging
+        remove_stale_leftovers(root)  # temp files of killed writers
+        directories += _remove_empty_dirs(root)
     end = ctx.transaction(log)
     committed = ctx.commit(
         end,
@@ -148,41 +173,63 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
 
 @dataclass(frozen=True)
 class Ownership:
-    """What proves a file belongs to the table: a commit names it, or its age.
+    """What lets VACUUM delete a file nothing keeps: a commit names it, or its age.
 
     ``logged``: local paths some readable commit (or the snapshot) names. ``created_ms``:
     the table's creation time; an unnamed file written before it predates the table
     (someone else's data in the directory) and is never deleted. None: unknown, so only
-    logged files are deleted.
+    logged files are deleted. ``unnamed_cutoff_ms``: an unnamed file must be older than
+    this, the staging window's floor (or the retention's cutoff, if that is older).
     """
 
     logged: set[str]
     created_ms: int | None
+    unnamed_cutoff_ms: int
 
-    def owns(self, path: str, mtime_ms: float) -> bool:
+    def may_delete(self, path: str, mtime_ms: float, cutoff_ms: int) -> bool:
+        """Whether a file no retained version keeps may go, given its modification time."""
         if path in self.logged:
-            return True
+            return mtime_ms < cutoff_ms
+        if mtime_ms >= self.unnamed_cutoff_ms:
+            return False  # maybe a running statement's file, not committed yet
         return self.created_ms is not None and mtime_ms >= self.created_ms
 
 
+def dead_staging_folders(root: str, cutoff_ms: int) -> list[str]:
+    """Staging folders (local tables) whose newest file is older than ``cutoff_ms``: their
+    writer is dead. A live one keeps touching its folder, which VACUUM never enters."""
+    staging = os.path.join(root, STAGING_DIR)
+    try:
+        folders = [e.path for e in os.scandir(staging) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    return sorted(f for f in folders if stale_staging(f, cutoff_ms))
+
+
 def files_to_delete(
-    root: str, keep: set[str], cutoff_ms: int, owned: Ownership | None = None
+    root: str,
+    keep: set[str],
+    cutoff_ms: int,
+    owned: Ownership,
+    dead_staging: list[str],
+    staging_cutoff_ms: int,
 ) -> dict[str, int]:
     """Paths under ``root`` that VACUUM deletes (see the module docstring), with sizes.
 
-    ``owned`` None skips the ownership rule (every unreferenced old file is deleted).
+    ``dead_staging``: the staging folders of dead writers (local tables); every file in
+    them goes. Object stores find theirs in the same listing, dead when their newest file
+    is older than ``staging_cutoff_ms``.
     """
     if not is_local_location(root):
-        return _object_store_files_to_delete(root, keep, cutoff_ms, owned)
+        return _object_store_files_to_delete(root, keep, cutoff_ms, owned, staging_cutoff_ms)
     doomed: dict[str, int] = {}
+    for folder in dead_staging:
+        doomed.update(_sizes_below(folder))
     for directory, dirs, names in os.walk(root):
-        inside_staging = _inside(root, directory, STAGING_DIR)
-        if not inside_staging:
-            # Hidden directories (the log, _change_data, .git...) are never vacuumed,
-            # except txsql's own staging area for files of unfinished writes.
-            dirs[:] = [d for d in dirs if not d.startswith((".", "_")) or d == STAGING_DIR]
+        # Hidden directories (the log, _change_data, .git, the staging area) are skipped.
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
         for name in names:
-            if not inside_staging and name.startswith((".", "_")):
+            if name.startswith((".", "_")):
                 continue
             path = os.path.normpath(os.path.join(directory, name))
             if path in keep:
@@ -191,50 +238,53 @@ def files_to_delete(
                 st = os.stat(path)
             except FileNotFoundError:
                 continue
-            mtime_ms = st.st_mtime * 1000
-            if mtime_ms >= cutoff_ms:
-                continue
-            if inside_staging or owned is None or owned.owns(path, mtime_ms):
+            if owned.may_delete(path, st.st_mtime * 1000, cutoff_ms):
                 doomed[path] = st.st_size
     return doomed
 
 
 def _object_store_files_to_delete(
-    root: str, keep: set[str], cutoff_ms: int, owned: Ownership | None
+    root: str, keep: set[str], cutoff_ms: int, owned: Ownership, staging_cutoff_ms: int
 ) -> dict[str, int]:
     """:func:`files_to_delete` from one recursive listing of the table's prefix (same
-    rules: hidden path components are skipped, except txsql's staging area)."""
+    rules: hidden path components are skipped, staging folders go whole or not at all)."""
     doomed: dict[str, int] = {}
+    staged: dict[str, list[tuple[str, int, int]]] = {}
     for status in file_io_for(root).list_tree(root):
         parts = status.name.split("/")
-        inside_staging = parts[0] == STAGING_DIR
-        if not inside_staging and any(p.startswith((".", "_")) for p in parts):
-            continue
         path = join(root, status.name)
-        if path in keep or status.modification_time >= cutoff_ms:
+        if parts[0] == STAGING_DIR and len(parts) > 2:
+            staged.setdefault(parts[1], []).append((path, status.size, status.modification_time))
             continue
-        if inside_staging or owned is None or owned.owns(path, status.modification_time):
+        if any(p.startswith((".", "_")) for p in parts) or path in keep:
+            continue
+        if owned.may_delete(path, status.modification_time, cutoff_ms):
             doomed[path] = status.size
+    for files in staged.values():
+        if max(mtime for _, _, mtime in files) < staging_cutoff_ms:
+            doomed.update((path, size) for path, size, _ in files)
     return doomed
 
 
-def _inside(root: str, directory: str, name: str) -> bool:
-    relative = os.path.relpath(directory, root)
-    return relative.split(os.sep)[0] == name
+def _sizes_below(directory: str) -> dict[str, int]:
+    sizes = {}
+    for parent, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.normpath(os.path.join(parent, name))
+            with contextlib.suppress(OSError):
+                sizes[path] = os.lstat(path).st_size
+    return sizes
 
 
 def _remove_empty_dirs(root: str) -> int:
-    """Remove directories left empty (partitions, staging); never the root or the log."""
+    """Remove partition directories left empty; never the root, nor anything hidden (the
+    log, the staging area: a live writer's empty folders there are about to fill)."""
     removed = 0
     for directory, _, _ in os.walk(root, topdown=False):
         if os.path.normpath(directory) == os.path.normpath(root):
             continue
-        if _inside(root, directory, "_delta_log"):
-            continue
         relative = os.path.relpath(directory, root)
-        if relative.split(os.sep)[0].startswith((".", "_")) and not _inside(
-            root, directory, STAGING_DIR
-        ):
+        if any(part.startswith((".", "_")) for part in relative.split(os.sep)):
             continue
         try:
             os.rmdir(directory)
@@ -307,6 +357,19 @@ def clone_files(log: DeltaLog, root: str) -> set[str]:
                     keep |= logged_files(source_log, copied, source_root)
                 keep |= referenced_files(copied, source_root, now)
     return keep
+
+
+def named_after(log: DeltaLog, version: int, root: str) -> set[str]:
+    """Local paths the commits after ``version`` name (our own VACUUM START included)."""
+    latest = log.latest_version()
+    if latest is None or latest <= version:
+        return set()
+    entries: list[tuple[str, object]] = []
+    for actions in log.read_commits(range(version + 1, latest + 1)):
+        for action in actions:
+            if isinstance(action, (AddFile, RemoveFile)):
+                entries.append((action.path, action.deletion_vector))
+    return _local_paths(root, entries)
 
 
 def creation_time_ms(log: DeltaLog, snapshot: Snapshot) -> int | None:

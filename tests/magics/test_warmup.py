@@ -59,23 +59,26 @@ def test_a_cancelled_statement_ends_the_warm_up_quietly(spark: Any) -> None:
     assert WARMUP_TAG not in spark.sparkContext.getJobTags()
 
 
-def test_waiting_cell_cancels_the_warm_step_in_flight(spark: Any) -> None:
-    in_warm_step = threading.Event()
+def test_a_waiting_cell_does_not_wait_for_the_warm_up_and_cancels_it(spark: Any) -> None:
+    in_warm_up = threading.Event()
     release = threading.Event()
     cancelled: list[Any] = []
 
-    def warm(session: Any, keep_going: Any) -> None:
-        in_warm_step.set()
-        release.wait(10)
+    def warm_after(session: Any, keep_going: Any) -> None:
+        in_warm_up.set()
+        release.wait(30)  # a warm-up statement that would take long
 
-    def cancel(session: Any) -> None:
-        cancelled.append(session)
+    started = BackgroundStart(
+        start=lambda: spark, warm=None, warm_after=warm_after, cancel_warm=cancelled.append
+    )
+    assert in_warm_up.wait(10)
+    assert started.done
+    try:
+        assert started.wait() is spark  # returns while the warm-up still runs
+        assert cancelled == [spark]
+        assert not release.is_set()
+    finally:
         release.set()
-
-    started = BackgroundStart(start=lambda: spark, warm=warm, cancel_warm=cancel)
-    assert in_warm_step.wait(10)
-    assert started.wait() is spark
-    assert cancelled == [spark]
 
 
 def test_txsql_warmup_0_turns_it_off() -> None:

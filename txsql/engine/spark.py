@@ -237,22 +237,26 @@ class BackgroundStart:
 
     The first statement calls :meth:`wait`; a failure in the thread is raised there as a
     :class:`~txsql.errors.SparkStartError` (the user sees it on the cell that needs Spark).
+    ``warm_after`` runs once the session is handed out (txsql's own statement paths): a
+    waiting cell never waits for it, and ``cancel_warm`` cancels its Spark jobs.
     """
 
     def __init__(
         self,
         start: Callable[[], SparkSession] | None = None,
         warm: Callable[[SparkSession, Callable[[], bool]], None] | None = warm_session,
+        warm_after: Callable[[SparkSession, Callable[[], bool]], object] | None = None,
         cancel_warm: Callable[[SparkSession], None] | None = None,
     ) -> None:
         self._start = start if start is not None else local_session
         self._warm = warm
-        self._cancel_warm = cancel_warm  # stops the warm step in flight when a cell waits
-        self._started: SparkSession | None = None  # set once started, before warming
+        self._warm_after = warm_after
+        self._cancel_warm = cancel_warm
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
         self._stage = "starting"
         self._waited_for = threading.Event()  # set once a cell waits: warming stops
+        self._ready = threading.Event()  # the session (or the error) is there
         self.started_at = time.monotonic()
         self.stage_seconds: dict[str, float] = {}  # how long starting and warming took
         self._thread = threading.Thread(target=self._run, name="txsql-spark-start", daemon=True)
@@ -262,18 +266,26 @@ class BackgroundStart:
         try:
             session = self._start()
             self.stage_seconds["start"] = self.elapsed()
-            self._started = session
             self._stage = "warming"
             if self._warm is not None:
-                self._warm(session, lambda: not self._waited_for.is_set())
+                self._warm(session, self._keep_going)
             self.stage_seconds["warm"] = self.elapsed() - self.stage_seconds["start"]
             self._session = session
         except BaseException as error:  # re-raised, typed, by wait()
             self._error = error
+            return
+        finally:
+            self._ready.set()
+        if self._warm_after is not None:
+            self._warm_after(session, self._keep_going)
+
+    def _keep_going(self) -> bool:
+        return not self._waited_for.is_set()
 
     @property
     def done(self) -> bool:
-        return not self._thread.is_alive()
+        """Whether the session (or its start's error) is ready for a cell."""
+        return self._ready.is_set()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_at
@@ -283,16 +295,13 @@ class BackgroundStart:
     ) -> SparkSession:
         """The started session; ``on_tick(seconds since start)`` runs while waiting.
 
-        Waiting stops the warm-up after its current step (see :func:`warm_session`), and
-        cancels that step's Spark jobs where the warm-up can be cancelled.
+        Waiting stops the warm-up after its current step (see :func:`warm_session`); the
+        warm-up after the start (``warm_after``) is cancelled and not waited for.
         """
         self._waited_for.set()
-        if self._started is not None and self._cancel_warm is not None and not self.done:
-            self._cancel_warm(self._started)
-        while self._thread.is_alive():
+        while not self._ready.wait(interval):
             if on_tick is not None:
                 on_tick(self.elapsed())
-            self._thread.join(interval)
         if self._error is not None:
             error = self._error
             first_line = (str(error).strip().splitlines() or [""])[0][:300]
@@ -301,4 +310,6 @@ class BackgroundStart:
                 f"{type(error).__name__}: {first_line}"
             ) from error
         assert self._session is not None
+        if self._cancel_warm is not None and self._thread.is_alive():
+            self._cancel_warm(self._session)
         return self._session

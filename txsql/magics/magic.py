@@ -116,7 +116,11 @@ class TxSqlMagics(Magics, TxSql):
     def start_spark_in_background(self) -> None:
         """Start and warm a local SparkSession now, unless the notebook decides it."""
         if self.background is None and wants_background_start():
-            self.background = BackgroundStart(warm=_warm_for_notebook, cancel_warm=cancel_warmup)
+            self.background = BackgroundStart(
+                warm=_warm_for_notebook,
+                warm_after=warm_statements if wants_warmup() else None,
+                cancel_warm=cancel_warmup,
+            )
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -351,8 +355,6 @@ def _warm_for_notebook(spark: Any, keep_going: Callable[[], bool]) -> None:
     import txsql.session  # noqa: F401
 
     warm_session(spark, keep_going)
-    if wants_warmup():
-        warm_statements(spark, keep_going)
 
 
 def _statement_texts(source: SqlSource | None) -> list[str]:

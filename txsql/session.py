@@ -170,6 +170,7 @@ class Session:
         context = context or self._context
         explicit = context.explicit
         control = False
+        context.begin_statement()
         try:
             check_executors_import_txsql(self.spark)
             statement: Statement = build_statement(parsed.expression)

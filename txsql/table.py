@@ -125,6 +125,7 @@ class Table:
 
         if isinstance(df, pd.DataFrame):  # Spark infers the types; conforming casts them
             df = base.spark.createDataFrame(df)
+        ctx.begin_statement()
         try:
             return append_dataframe(ctx, self.log, df, self.name)
         except StatementSkipped as skipped:

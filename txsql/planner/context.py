@@ -6,8 +6,10 @@ into that one transaction, reads its own staged writes, and nothing reaches the 
 COMMIT.
 
 While a statement runs, the transaction it writes through records the files its writers
-create (:mod:`txsql.storage.written`); :meth:`RunContext.end_statement` rolls back the
-autocommit transactions a statement opened and never committed, which deletes those files.
+create (:mod:`txsql.storage.written`). Callers bracket each statement with
+:meth:`RunContext.begin_statement` and :meth:`RunContext.end_statement`; the latter rolls
+back the autocommit transactions the statement opened and never committed, which deletes
+those files.
 """
 
 from __future__ import annotations
@@ -66,16 +68,23 @@ class ExplicitTransaction:
 
 
 @dataclass
+class StatementFrame:
+    """A running statement: the autocommit transactions it opened, and the token that
+    restores the ledger current before it."""
+
+    autocommit: list[Transaction] = field(default_factory=list)
+    token: contextvars.Token[WrittenFiles | None] | None = None
+
+
+@dataclass
 class RunContext:
     spark: SparkSession
     catalog: Catalog
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
     app: AppWrite | None = None  # exactly-once (app id, version) of the current call
-    # Autocommit transactions opened by the running statement, and the token restoring
-    # the ledger that was current before it (see end_statement).
-    _statement_txns: list[Transaction] = field(default_factory=list, repr=False)
-    _ledger_token: contextvars.Token[WrittenFiles | None] | None = field(default=None, repr=False)
+    # One frame per running statement (a hook may run a statement inside another).
+    _frames: list[StatementFrame] = field(default_factory=list, repr=False)
 
     def transaction(self, log: DeltaLog) -> Transaction:
         """The transaction a statement on ``log``'s table runs in.
@@ -86,7 +95,8 @@ class RunContext:
         """
         if self.explicit is None:
             txn = self._new_transaction(log, None)
-            self._statement_txns.append(txn)
+            if self._frames:
+                self._frames[-1].autocommit.append(txn)
             self._record_writes(txn)
             if self.app is not None:
                 self.app.bind(txn)
@@ -113,8 +123,12 @@ class RunContext:
     def _record_writes(self, txn: Transaction) -> None:
         """Files written from now on in this statement are ``txn``'s."""
         token = activate(txn.written)
-        if self._ledger_token is None:
-            self._ledger_token = token
+        if self._frames and self._frames[-1].token is None:
+            self._frames[-1].token = token
+
+    def begin_statement(self) -> None:
+        """A statement starts (pair with :meth:`end_statement`)."""
+        self._frames.append(StatementFrame())
 
     def end_statement(self) -> None:
         """The statement is over: autocommit transactions it opened and did not commit
@@ -123,15 +137,16 @@ class RunContext:
         An explicit transaction lives on: its files are deleted at ROLLBACK, when a
         statement aborts it, or after COMMIT if the commit does not name them.
         """
-        txns, self._statement_txns = self._statement_txns, []
-        token, self._ledger_token = self._ledger_token, None
+        if not self._frames:
+            return
+        frame = self._frames.pop()
         try:
-            for txn in txns:
+            for txn in frame.autocommit:
                 if txn.state == "open":
                     txn.rollback()
         finally:
-            if token is not None:
-                deactivate(token)
+            if frame.token is not None:
+                deactivate(frame.token)
 
     def begin_alter(self, target: TableRef) -> tuple[Transaction, Snapshot]:
         """The transaction and current snapshot an ALTER TABLE of ``target`` changes."""

@@ -19,7 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import CommitRetriesExceededError, TransactionError, VersionExistsError
+from txsql.errors import (
+    CommitRetriesExceededError,
+    ConcurrentDeleteReadError,
+    CorruptDeletionVectorError,
+    TransactionError,
+    VersionExistsError,
+)
 from txsql.log import features, properties
 from txsql.log.actions import Action, CommitInfo, Metadata, Protocol, SetTransaction
 from txsql.log.checkpoint import should_checkpoint
@@ -168,21 +174,32 @@ class CommitLoop:
                 self.outcome_unknown = False  # the first winner sits where we tried
                 if self._winner_committed_our_app_version(winner):
                     return self._result(v, attempt, info, (), skipped=True)
-                view.actions = self.staged.actions()
-                outcome = check_winning_commit(winner, view)
-                view.protocol, view.metadata = outcome.protocol, outcome.metadata
-                if rows is not None:
-                    self._translate(outcome, rows, view)
-                    if outcome.rebases:
-                        apply_rebases(rows, outcome.rebases, self.staged.removes, self.staged.adds)
-                        self.rebased.update(r.path for r in outcome.rebases)
-                    rows.advance(winner)
+                try:
+                    self._check_winner(winner, view, rows)
+                except CorruptDeletionVectorError as exc:
+                    if not isinstance(exc.__cause__, FileNotFoundError):
+                        raise
+                    raise _vacuumed_while_rebasing(self.operation, winner, exc) from exc
                 self.winners.append(v)
                 last_timestamp = max(last_timestamp, _timestamp(winner))
             version = latest + 1
         raise CommitRetriesExceededError(
             f"gave up committing {self.operation} after {self.txn.max_attempts} attempts"
         )
+
+    def _check_winner(
+        self, winner: WinningCommit, view: TxnView, rows: RowLevelState | None
+    ) -> None:
+        """Raise if ``winner`` conflicts; else rebase the staged actions onto it."""
+        view.actions = self.staged.actions()
+        outcome = check_winning_commit(winner, view)
+        view.protocol, view.metadata = outcome.protocol, outcome.metadata
+        if rows is not None:
+            self._translate(outcome, rows, view)
+            if outcome.rebases:
+                apply_rebases(rows, outcome.rebases, self.staged.removes, self.staged.adds)
+                self.rebased.update(r.path for r in outcome.rebases)
+            rows.advance(winner)
 
     def _translate(self, outcome: CheckOutcome, rows: RowLevelState, view: TxnView) -> None:
         """Compaction vs DML: restage onto a winning compaction, or carry a DML's deletes."""
@@ -259,6 +276,25 @@ class CommitLoop:
             # directory listings). The table root's DV temp files need a listing of the
             # root, so that waits for a checkpoint. Never raises.
             remove_stale_leftovers(self.log.table_root, scan_root=checkpointed)
+
+
+def _vacuumed_while_rebasing(
+    operation: str, winner: WinningCommit, error: CorruptDeletionVectorError
+) -> ConcurrentDeleteReadError:
+    """A rebase needs the deletion vector of a file the winner removed, and it is gone: a
+    VACUUM with a short RETAIN deleted it meanwhile. The table is fine; this commit is not
+    possible any more (a conflict, not a damaged table)."""
+    info = winner.commit_info
+    return ConcurrentDeleteReadError(
+        f"{operation} was not committed: version {winner.version} removed a file it changed, "
+        f"and the deletion vector needed to carry its change over is gone ({error.message})",
+        winning_version=winner.version,
+        winning_operation=info.operation if info else None,
+        rule="a file this transaction changed was removed and then vacuumed before the "
+        "change could be rebased",
+        hint="Re-run the statement; it will read the newest version. VACUUM with a RETAIN "
+        "shorter than your statements take makes this likely.",
+    )
 
 
 def _timestamp(winner: WinningCommit) -> int:

@@ -17,6 +17,7 @@ from txsql.errors import (
 from txsql.log.actions import AddFile, RemoveFile
 from txsql.log.codec import decode_commit
 from txsql.log.predicates import Column, Comparison, Literal, Predicate
+from txsql.txn.rowlevel import loosen_stats
 from txsql.txn.transaction import Transaction
 
 
@@ -428,3 +429,10 @@ def test_winner_adding_a_live_path_again_without_removing_it_conflicts() -> None
     with pytest.raises(ConcurrentDeleteDeleteError) as info:
         ours.commit("DELETE")
     assert "cannot be decided row by row" in info.value.rule
+
+
+def test_rebased_stats_keep_every_bound_as_written() -> None:
+    """The add a rebase writes carries its stats text unchanged plus ``tightBounds``: a
+    DECIMAL(38, 18) bound sent through a float would fall below the real maximum."""
+    exact = '{"numRecords":2,"maxValues":{"d":12345678901234567890.123456789012345678}}'
+    assert loosen_stats(exact) == exact[:-1] + ',"tightBounds":false}'

@@ -4,16 +4,17 @@ Kept apart from the write path because these are Delta Spark's rules
 (``StatisticsCollection``), not I/O: which leaf columns get stats (the first
 ``delta.dataSkippingNumIndexedCols`` (32) or those in ``delta.dataSkippingStatsColumns``),
 strings cut to a 32-char prefix (the max gets a tie-breaker so it stays an upper bound),
-timestamps as ISO strings truncated to milliseconds, no min/max for boolean, binary, array and
-map columns, and a stat omitted where the footer lacks it. Local and object-store writes both
-use them.
+timestamps as ISO strings at millisecond precision (a maximum rounded up so it stays one), no
+min/max for boolean, binary, array and map columns, none where NaN makes a float column
+unbounded, and a stat omitted where the footer lacks it. The JSON is strict (quoted
+infinities, exact decimals). Local and object-store writes both use them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import io
-import json
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -34,6 +35,7 @@ from pyspark.sql.types import (
 
 from txsql.engine.schema import physical_name
 from txsql.log.actions import Metadata
+from txsql.log.stats_json import encode_stats
 
 _PREFIX_LENGTH = 32
 _ASCII_MAX = 0x7F
@@ -120,7 +122,7 @@ def file_stats(path: str | io.BytesIO, leaves: list[tuple[tuple[str, ...], DataT
             _put(mins, path_parts, low_json)
             _put(maxes, path_parts, high_json)
     stats = {"numRecords": meta.num_rows, "minValues": mins, "maxValues": maxes, "nullCount": nulls}
-    return _dumps(stats)
+    return encode_stats(stats)
 
 
 def _combine(chunks: list[Any]) -> tuple[int | None, Any, Any]:
@@ -135,7 +137,9 @@ def _combine(chunks: list[Any]) -> tuple[int | None, Any, Any]:
             null_count = None
         elif null_count is not None:
             null_count += st.null_count
-        if st is not None and st.has_min_max:
+        if st is not None and st.has_min_max and (_is_nan(st.min) or _is_nan(st.max)):
+            min_max_ok = False  # NaN compares false with everything: no bound survives it
+        elif st is not None and st.has_min_max:
             low = st.min if low is None or st.min < low else low
             high = st.max if high is None or st.max > high else high
         elif not (st is not None and st.has_null_count and st.null_count == num_rows):
@@ -143,24 +147,80 @@ def _combine(chunks: list[Any]) -> tuple[int | None, Any, Any]:
     return null_count, (low if min_max_ok else None), (high if min_max_ok else None)
 
 
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _stat_value(value: Any, data_type: DataType, is_max: bool) -> Any:
+    """The JSON value of one bound (None: no usable bound)."""
     if isinstance(data_type, StringType):
         text = value.decode("utf-8") if isinstance(value, bytes) else str(value)
         return truncate_max(text) if is_max else truncate_min(text)
     if isinstance(data_type, (TimestampType, TimestampNTZType)) and isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        text = value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
-        return text + ("Z" if isinstance(data_type, TimestampType) else "")
+        return timestamp_bound(value, isinstance(data_type, TimestampType), is_max)
     if isinstance(data_type, DateType) and isinstance(value, dt.date):
-        return value.isoformat()
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
     if isinstance(data_type, DecimalType):
         return Decimal(value) if not isinstance(value, Decimal) else value
-    if isinstance(value, float) and value != value:
-        return None  # NaN is no bound
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
+        return float_bound(value, is_max)
+    if isinstance(value, int):
         return value
     return None
+
+
+def float_bound(value: float, is_max: bool) -> float | str | None:
+    """A FLOAT/DOUBLE bound as Delta Spark writes it, or None when it bounds nothing.
+
+    NaN: Spark orders NaN above every number, so a row group holding one has no numeric
+    maximum (and readers disagree on how a NaN bound compares). Infinities are quoted, as
+    Delta Spark's JSON writer spells them (a bare ``Infinity`` is not JSON). A zero bound
+    covers both zeros: -0.0 as a minimum, 0.0 as a maximum (the Parquet rule), so a reader
+    that orders -0.0 below 0.0 still finds both.
+
+    >>> float_bound(float("inf"), True), float_bound(float("-inf"), False)
+    ('Infinity', '-Infinity')
+    >>> float_bound(0.0, False), float_bound(-0.0, True), float_bound(float("nan"), True)
+    (-0.0, 0.0, None)
+    """
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0.0:
+        return 0.0 if is_max else -0.0
+    return value
+
+
+def timestamp_bound(value: dt.datetime, utc: bool, is_max: bool) -> str | None:
+    """A timestamp bound in Delta's millisecond format, rounded outwards.
+
+    Delta stats hold milliseconds. A minimum is truncated; a maximum with a sub-millisecond
+    part is rounded up. Delta Spark writes it truncated and relies on readers widening it
+    by 1 ms (Delta Spark, delta-kernel and delta-rs do); rounded up it is a true bound for
+    any reader, and still one after such widening.
+
+    >>> timestamp_bound(dt.datetime(1, 1, 1, 0, 0, 0, 999), False, False)
+    '0001-01-01T00:00:00.000'
+    >>> timestamp_bound(dt.datetime(2024, 2, 29, 23, 59, 59, 999001), True, True)
+    '2024-03-01T00:00:00.000Z'
+    >>> timestamp_bound(dt.datetime.max, True, True) is None
+    True
+    """
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    truncated = value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+    if is_max and truncated != value:
+        try:
+            truncated += dt.timedelta(milliseconds=1)
+        except OverflowError:
+            return None  # past 9999-12-31: no bound to give
+    v = truncated
+    text = (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        f".{v.microsecond // 1000:03d}"
+    )
+    return text + ("Z" if utc else "")
 
 
 def truncate_min(text: str, prefix: int = _PREFIX_LENGTH) -> str:
@@ -215,13 +275,3 @@ def _put(target: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     for part in path[:-1]:
         target = target.setdefault(part, {})
     target[path[-1]] = value
-
-
-def _dumps(value: Any) -> str:
-    """JSON with decimals written as exact numbers (the json module cannot)."""
-    if isinstance(value, dict):
-        items = (json.dumps(k, ensure_ascii=False) + ":" + _dumps(v) for k, v in value.items())
-        return "{" + ",".join(items) + "}"
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    return json.dumps(value, ensure_ascii=False)

@@ -27,6 +27,7 @@ from pyroaring import BitMap64
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
+from txsql.log import stats_json
 from txsql.log.actions import AddFile, RemoveFile
 from txsql.storage.filesystem import FileIO
 from txsql.txn.readset import ReadSet
@@ -51,15 +52,11 @@ def total_records(files: Sequence[AddFile]) -> int | None:
 
 
 def loosen_stats(stats: str | None) -> str | None:
-    """The same stats marked ``tightBounds: false`` (required for adds carrying a DV)."""
-    if not stats:
-        return stats
-    try:
-        obj = json.loads(stats)
-    except ValueError:
-        return stats
-    obj["tightBounds"] = False
-    return json.dumps(obj, separators=(",", ":"))
+    """The same stats marked ``tightBounds: false`` (required for adds carrying a DV).
+
+    A textual edit: every bound keeps its exact spelling (see :mod:`txsql.log.stats_json`).
+    """
+    return stats_json.loosen_stats(stats)
 
 
 @dataclass(frozen=True)

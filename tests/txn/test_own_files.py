@@ -312,3 +312,27 @@ def test_a_commit_that_may_have_landed_deletes_nothing(
         txn.commit("WRITE")
     assert log.latest_version() == 1, "it did land"
     assert _exists(log, "maybe.parquet")
+
+
+def test_a_recorded_directory_is_emptied_when_nothing_was_committed() -> None:
+    """Object stores: Spark writes straight into a fresh directory, recorded before the job
+    starts, so a failed job's partial files are found by listing it."""
+    from txsql.storage import LogStore, MemoryFileIO
+    from txsql.storage.written import record_written_directory
+
+    fs = MemoryFileIO()
+    log = DeltaLog(LogStore("/mem/t", fs))
+    with Transaction(log) as create:
+        create.stage([Protocol(1, 2), Metadata(id="o", schema_string=SCHEMA)])
+        create.commit("CREATE TABLE")
+    fs.write("/mem/t/abc/part-00000.parquet", b"x")  # someone else's, not recorded
+    txn = Transaction(log)
+    txn.snapshot()
+    with recording(txn.written):
+        record_written_directory("/mem/t/f00d")
+    for name in ("part-00000.parquet", "p=1/part-00001.parquet"):
+        fs.write(f"/mem/t/f00d/{name}", b"x")
+    txn.rollback()
+    assert [s.name for s in fs.list_tree("/mem/t") if not s.name.startswith("_delta_log")] == [
+        "abc/part-00000.parquet"
+    ]

@@ -199,6 +199,23 @@ def test_new_table_with_unwritable_features_refused(conf: dict[str, str]) -> Non
         protocol_for_new_table(conf)
 
 
+@pytest.mark.parametrize(
+    ("key", "feature"),
+    [
+        ("delta.enableRowTracking", "rowTracking"),
+        ("delta.enableTypeWidening", "typeWidening"),
+        ("delta.enableIcebergCompatV2", "icebergCompatV2"),
+    ],
+)
+def test_properties_that_need_an_unwritable_feature_are_refused_by_name(
+    key: str, feature: str
+) -> None:
+    # Stored without the feature, the property makes Delta refuse the whole table.
+    with pytest.raises(UnsupportedFeatureError, match=feature):
+        protocol_for_new_table({key: "true"})
+    assert protocol_for_new_table({key: "false"}) == Protocol(1, 2)
+
+
 def test_with_features_upgrades_legacy_versions() -> None:
     upgraded = with_features(Protocol(1, 4), writer=["deletionVectors"])
     assert upgraded.min_reader_version == 3 and upgraded.min_writer_version == 7

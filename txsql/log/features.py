@@ -14,6 +14,7 @@ from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log import column_rules, properties
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.schema import parse_schema
+from txsql.log.type_features import check_storable, needed_features
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -156,6 +157,36 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     if names:
         why = "".join(f"; {name}: {usage[name]}" for name in sorted(usage))
         _refuse("writer features", names, WRITER_FEATURES_SUPPORTED, why)
+    check_schema_features(protocol, metadata)
+
+
+def check_schema_features(protocol: Protocol, metadata: Metadata) -> None:
+    """Refuse a schema with a type txsql cannot store, or whose types need a table feature
+    the protocol does not list (other readers refuse such a table; Delta Spark calls it
+    DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH).
+
+    >>> m = Metadata("id", '{"type":"struct","fields":[{"name":"t","type":"timestamp_ntz",'
+    ...     '"nullable":true,"metadata":{}}]}')
+    >>> check_schema_features(Protocol(3, 7, ("timestampNtz",), ("timestampNtz",)), m)
+    >>> check_schema_features(Protocol(1, 2), m)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    txsql.errors.UnsupportedFeatureError: column t (TIMESTAMP_NTZ) needs the 'timestampNtz' ...
+    """
+    schema = parse_schema(metadata.schema_string)
+    check_storable(schema)
+    readers, writers = reader_features(protocol), writer_features(protocol)
+    for feature, column in sorted(needed_features(schema).items()):
+        listed = feature in writers and (
+            feature in readers or feature not in READER_WRITER_FEATURES
+        )
+        if not listed:
+            raise UnsupportedFeatureError(
+                f"column {column} needs the '{feature}' table feature, which the table's "
+                "protocol does not list; other readers (DuckDB, deltalake, Delta Spark) "
+                "refuse such a table",
+                hint=f"Add the feature: ALTER TABLE <table> SET TBLPROPERTIES "
+                f"('delta.feature.{feature}' = 'supported').",
+            )
 
 
 def with_features(
@@ -191,6 +222,14 @@ def with_features(
     )
 
 
+# Properties that switch on a table feature txsql does not write: set to true, refused.
+_PROPERTY_FEATURES = {
+    "delta.enableRowTracking": "rowTracking",
+    "delta.enableTypeWidening": "typeWidening",
+    "delta.enableIcebergCompatV2": "icebergCompatV2",
+}
+
+
 def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
     """The protocol txsql writes in version 0 for a table with these properties.
 
@@ -213,6 +252,10 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
         # Explicit opt-ins: 'delta.feature.<name>' = 'supported'.
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
             wanted.append(key[len("delta.feature.") :])
+    for key, feature in _PROPERTY_FEATURES.items():
+        # Stored without its feature, the property would make Delta refuse the table.
+        if configuration.get(key, "").strip().lower() == "true":
+            wanted.append(feature)
     refused = {n for n in wanted if n not in WRITER_FEATURES_SUPPORTED}
     mapping = properties.column_mapping_mode(configuration)
     if mapping == "id":
@@ -230,8 +273,9 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
 
 
 def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
-    """``protocol`` plus the writer features ``metadata`` activates (CHECK constraints, NOT
-    NULL, generated, identity and default columns); unchanged when it already has them.
+    """``protocol`` plus the features ``metadata`` activates (CHECK constraints, NOT NULL,
+    generated, identity and default columns, and column types such as TIMESTAMP_NTZ);
+    unchanged when it already has them.
 
     Delta adds these features automatically when a metadata change needs them, except
     ``allowColumnDefaults``, which must be asked for (the caller checks that first).
@@ -245,6 +289,8 @@ def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
     Protocol(min_reader_version=1, min_writer_version=3, reader_features=None, writer_features=None, extra=None)
     """  # noqa: E501
     used = column_rules.features_used(metadata) - {"allowColumnDefaults"}
+    # Column types too (TIMESTAMP_NTZ anywhere in the schema needs timestampNtz).
+    used |= set(needed_features(parse_schema(metadata.schema_string)))
     return with_features(protocol, writer=sorted(used))
 
 
@@ -262,4 +308,22 @@ def upgrade_note(old: Protocol, new: Protocol) -> str:
         f"protocol upgraded from reader {old.min_reader_version} / writer "
         f"{old.min_writer_version} to reader {new.min_reader_version} / writer "
         f"{new.min_writer_version}{listed}"
+    )
+
+
+def type_features_note(protocol: Protocol, metadata: Metadata) -> str:
+    """For a new table: which features its column types made the protocol list ('' if none).
+
+    >>> m = Metadata("id", '{"type":"struct","fields":[{"name":"t","type":"timestamp_ntz",'
+    ...     '"nullable":true,"metadata":{}}]}')
+    >>> type_features_note(Protocol(3, 7, ("timestampNtz",), ("timestampNtz",)), m)
+    'table feature timestampNtz for column t (TIMESTAMP_NTZ); protocol reader 3 / writer 7'
+    """
+    needed = needed_features(parse_schema(metadata.schema_string))
+    if not needed:
+        return ""
+    listed = "; ".join(f"table feature {f} for column {c}" for f, c in sorted(needed.items()))
+    return (
+        f"{listed}; protocol reader {protocol.min_reader_version} / writer "
+        f"{protocol.min_writer_version}"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from txsql.errors import (
     InvalidTablePropertyError,
     SchemaError,
     TransactionError,
+    UnsupportedFeatureError,
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.guards import AppendOnlyTableError
@@ -145,6 +147,58 @@ def test_add_columns_old_files_read_null(session: txsql.Session) -> None:
     # Time travel to before the change still has the old schema.
     old = session.sql("SELECT * FROM t VERSION AS OF 1").df
     assert old.columns == ["id", "name"]
+
+
+def test_add_timestamp_ntz_column_lists_its_feature_in_the_same_commit(
+    session: txsql.Session,
+) -> None:
+    r = session.sql("ALTER TABLE t ADD COLUMNS (t TIMESTAMP_NTZ, s STRUCT<u: TIMESTAMP_NTZ>)")
+    assert "timestampNtz" in r.message and "reader 3 / writer 7" in r.message
+    root = Path(session.warehouse) / "t"
+    commit = (root / "_delta_log" / f"{2:020d}.json").read_text()
+    assert '"protocol"' in commit and '"metaData"' in commit  # one commit, both actions
+    protocol = log_of(session).snapshot().protocol
+    assert "timestampNtz" in (protocol.reader_features or ())
+    assert {"appendOnly", "invariants", "timestampNtz"} <= set(protocol.writer_features or ())
+    session.sql("INSERT INTO t VALUES (3, 'c', TIMESTAMP_NTZ'2024-01-01 00:00:01', NULL)")
+    expected = [(1, "a", None), (2, "b", None), (3, "c", "2024-01-01 00:00:01")]
+    assert duckdb_rows(str(root), 3, "id, name, CAST(t AS VARCHAR)") == expected
+    assert deltalake_rows(str(root), 3, "id, name, t IS NULL") == [
+        (1, "a", True),
+        (2, "b", True),
+        (3, "c", False),
+    ]
+
+
+def test_add_variant_column_is_refused_by_name(session: txsql.Session) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="column v has type VARIANT"):
+        session.sql("ALTER TABLE t ADD COLUMNS (v VARIANT)")
+    assert log_of(session).latest_version() == 1
+
+
+def test_a_table_missing_its_type_feature_is_refused_until_repaired(
+    session: txsql.Session,
+) -> None:
+    # What txsql wrote before it listed timestampNtz: the column without the feature.
+    session.sql("CREATE TABLE old (id INT, t TIMESTAMP_NTZ)")
+    first = Path(session.warehouse) / "old" / "_delta_log" / f"{0:020d}.json"
+    lines = first.read_text().splitlines()
+    for i, line in enumerate(lines):
+        action = json.loads(line)
+        if "protocol" in action:
+            action["protocol"] = {"minReaderVersion": 1, "minWriterVersion": 2}
+            lines[i] = json.dumps(action)
+    first.write_text("\n".join(lines) + "\n")
+    for crc in first.parent.glob("*.crc"):
+        crc.unlink()
+    with pytest.raises(UnsupportedFeatureError, match="'timestampNtz' table feature") as info:
+        session.sql("INSERT INTO old VALUES (1, NULL)")
+    assert "delta.feature.timestampNtz" in (info.value.hint or "")
+    assert log_of(session, "old").latest_version() == 0
+    r = session.sql("ALTER TABLE old SET TBLPROPERTIES ('owner' = 'me')")
+    assert "timestampNtz" in r.message
+    session.sql("INSERT INTO old VALUES (1, NULL)")
+    assert duckdb_rows(str(first.parent.parent), 2, "id") == [(1,)]
 
 
 @pytest.mark.parametrize("columns", ["(name STRING)", "(x INT, X STRING)", "(x INT NOT NULL)"])

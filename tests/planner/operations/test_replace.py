@@ -163,3 +163,22 @@ def test_replace_never_touches_a_renamed_table_in_the_managed_place(
         session.sql("CREATE OR REPLACE TABLE t AS SELECT 1 AS k")
     assert rows(session, "SELECT * FROM u") == [(1, "a"), (2, "b")]
     assert session.table("u").version() == 1
+
+
+def test_replace_with_a_timestamp_ntz_column_upgrades_the_protocol(
+    session: txsql.Session,
+) -> None:
+    r = session.sql(
+        "CREATE OR REPLACE TABLE t AS SELECT 1 AS id, TIMESTAMP_NTZ'2024-01-01 00:00:00' AS t"
+    )
+    assert "protocol upgraded" in r.message and "timestampNtz" in r.message
+    root = Path(session.warehouse) / "t"
+    protocol = next(a["protocol"] for a in commit_actions(root, 2) if "protocol" in a)
+    assert "timestampNtz" in protocol["readerFeatures"]
+    assert "timestampNtz" in protocol["writerFeatures"]
+    assert duckdb_rows(str(root), 2, "id, CAST(t AS VARCHAR)") == [(1, "2024-01-01 00:00:00")]
+    assert deltalake_rows(str(root), 2, "id") == [(1,)]
+    # Replacing it again with a plain schema keeps the feature (never a downgrade).
+    again = session.sql("REPLACE TABLE t (id INT)")
+    assert again.message == ""
+    assert not [a for a in commit_actions(root, 3) if "protocol" in a]

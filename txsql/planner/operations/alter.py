@@ -66,6 +66,9 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     else:
         upgraded = upgrade_protocol(protocol, configuration)
         upgraded = apply_protocol_versions(upgraded, requested, new_metadata)
+    # A table whose column types lack their feature (written before txsql listed it) is
+    # repaired by any property change, as a CREATE would have listed it.
+    upgraded = features.upgrade_for_metadata(upgraded, new_metadata)
     if upgraded != protocol:
         actions.append(upgraded)
     features.check_cdc_columns(new_metadata)
@@ -117,7 +120,7 @@ def run_unset_properties(ctx: RunContext, statement: AlterUnsetProperties, text:
 
 
 def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> Result:
-    txn, metadata, _ = _begin(ctx, statement.target)
+    txn, metadata, protocol = _begin(ctx, statement.target)
     schema = json.loads(metadata.schema_string)
     existing = {f["name"].lower() for f in schema["fields"]}
     seen: set[str] = set()
@@ -146,10 +149,22 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
     fields, configuration = map_new_fields(metadata, new_fields(ctx, statement.columns))
     schema["fields"] = [*schema["fields"], *fields]
     schema_string = json.dumps(schema, separators=(",", ":"))
-    txn.stage([replace(metadata, schema_string=schema_string, configuration=configuration)])
+    new_metadata = replace(metadata, schema_string=schema_string, configuration=configuration)
+    # A TIMESTAMP_NTZ column brings its table feature along, in the same commit.
+    upgraded = features.upgrade_for_metadata(protocol, new_metadata)
+    features.check_writable(upgraded, new_metadata)
+    txn.stage([upgraded, new_metadata] if upgraded != protocol else [new_metadata])
     parameters = {"columns": json.dumps([{"column": f} for f in fields])}
     committed = ctx.commit(txn, "ADD COLUMNS", parameters, {})
-    return commit_result(text, statement.target.display, "ADD COLUMNS", committed, txn.read_version)
+    note = features.upgrade_note(protocol, upgraded)
+    return commit_result(
+        text,
+        statement.target.display,
+        "ADD COLUMNS",
+        committed,
+        txn.read_version,
+        message=note if committed is not None else "",
+    )
 
 
 def new_fields(ctx: RunContext, columns: tuple[ColumnSpec, ...]) -> list[dict[str, Any]]:

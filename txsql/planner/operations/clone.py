@@ -102,6 +102,8 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
     protocol = (
         source.protocol if current is None else merged_protocol(current.protocol, source.protocol)
     )
+    # A source written before its column types listed their features gets them here.
+    protocol = features.upgrade_for_metadata(protocol, metadata)
     features.check_writable(protocol, metadata)
     actions: list[Action] = []
     if current is None or protocol != current.protocol:

@@ -24,7 +24,7 @@ from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionError
 from txsql.log.actions import Action, AddFile, Protocol
 from txsql.log.deltalog import DeltaLog
-from txsql.log.features import with_features
+from txsql.log.features import upgrade_note, with_features
 from txsql.planner.context import RunContext
 from txsql.planner.dml.column_defs import check_column_rules
 from txsql.planner.dml.reads import query_dataframe
@@ -124,7 +124,11 @@ def replace_table(ctx: RunContext, statement: CreateTable, text: str, log: Delta
             txn.rollback()
         raise
     return commit_write_result(
-        text, statement.target.display, committed, adds if df is not None else None
+        text,
+        statement.target.display,
+        committed,
+        adds if df is not None else None,
+        message=upgrade_note(current.protocol, protocol),
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from txsql.errors import RestoreError, VersionNotFoundError
 from txsql.log.actions import Action, AddFile, Protocol
-from txsql.log.features import with_features
+from txsql.log.features import upgrade_for_metadata, with_features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import timestamp_ms
 from txsql.planner.context import RunContext
@@ -93,9 +93,11 @@ def _merged_protocol(current: Snapshot, target: Snapshot) -> Protocol:
     ones are carried over so restoring an old version does not add features needlessly.
     """
     old = target.protocol
-    return with_features(
+    merged = with_features(
         current.protocol, reader=old.reader_features or (), writer=old.writer_features or ()
     )
+    # The restored schema's types need their features even if that version lacked them.
+    return upgrade_for_metadata(merged, target.metadata)
 
 
 def _check_files_exist(target: Snapshot, files: list[AddFile], table: str) -> None:

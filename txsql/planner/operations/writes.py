@@ -125,7 +125,13 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
             raise
     if ref.name is not None:
         ctx.catalog.claim(ref, location)  # idempotent; restores an entry a loser released
-    return commit_write_result(text, ref.display, committed, adds if df is not None else None)
+    return commit_write_result(
+        text,
+        ref.display,
+        committed,
+        adds if df is not None else None,
+        message=features.type_features_note(protocol, metadata),
+    )
 
 
 def table_definition(
@@ -154,10 +160,13 @@ def table_definition(
     features.check_cdc_columns(metadata)
     protocol = features.protocol_for_new_table(configuration)
     protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
-    # CHECK/NOT NULL/generated/identity columns list their writer features.
+    # CHECK/NOT NULL/generated/identity columns list their writer features, and column
+    # types theirs (TIMESTAMP_NTZ: timestampNtz).
     protocol = features.upgrade_for_metadata(protocol, metadata)
     if any(c.default is not None for c in statement.columns):
         require_defaults_feature(protocol, statement.target.display)
+    # Before any CTAS file is written: a type txsql cannot store is refused by name.
+    features.check_writable(protocol, metadata)
     return protocol, metadata
 
 
@@ -336,6 +345,7 @@ def commit_write_result(
     committed: CommitResult | None,
     adds: list[AddFile] | None,
     read_version: int | None = None,
+    message: str = "",
 ) -> Result:
     metrics = {}
     if adds is not None:
@@ -359,4 +369,5 @@ def commit_write_result(
         table=table,
         metrics=metrics,
         operation_metrics=dict(info.operation_metrics or {}),
+        message=message,
     )

@@ -58,6 +58,9 @@ UNAPPLIED_CLAUSES: tuple[tuple[type[exp.Expr], str], ...] = (
 )
 
 
+_NO_DELTA_TYPE = frozenset({exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ})
+
+
 def column_spec(column: exp.ColumnDef) -> ColumnSpec:
     """The spec of one column definition (CREATE TABLE and ALTER TABLE ADD COLUMNS).
 
@@ -67,6 +70,12 @@ def column_spec(column: exp.ColumnDef) -> ColumnSpec:
     kind = column.args.get("kind")
     if kind is None:
         raise SqlError(f"column {column.name} needs a type", hint="e.g. `id BIGINT`")
+    if any(t.this in _NO_DELTA_TYPE for t in kind.find_all(exp.DataType)):
+        # sqlglot spells TIME as TIMESTAMP for Spark: the column would silently change type.
+        raise UnsupportedStatementError(
+            f"column {column.name}: type TIME is not supported (Delta tables have no TIME type)",
+            hint="Use TIMESTAMP_NTZ for a time of day on a fixed date, or STRING 'HH:MM:SS'.",
+        )
     spec = ColumnSpec(column.name, kind.sql(SPARK))
     for constraint in column.constraints:
         if isinstance(constraint.kind, exp.NotNullColumnConstraint):

@@ -84,3 +84,20 @@ def test_without_evolution_the_schema_stays(session: txsql.Session) -> None:
         "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id + 10, s.v)"
     )
     assert [f.name for f in session.sql("SELECT * FROM t").df.schema.fields] == ["id", "v"]
+
+
+def test_evolving_a_timestamp_ntz_column_lists_its_feature(session: txsql.Session) -> None:
+    r = session.sql(
+        "MERGE WITH SCHEMA EVOLUTION INTO t USING (SELECT 3 AS id, 'c' AS v, "
+        "TIMESTAMP_NTZ'2024-01-01 00:00:00' AS t) AS s ON t.id = s.id "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    assert "protocol upgraded" in r.message and "timestampNtz" in r.message
+    root = Path(session.warehouse) / "t"
+    actions = commit_actions(root, 2)
+    protocol = next(a["protocol"] for a in actions if "protocol" in a)
+    assert "timestampNtz" in protocol["readerFeatures"]
+    assert "timestampNtz" in protocol["writerFeatures"]
+    expected = [(1, "a", True), (2, "b", True), (3, "c", False)]
+    assert duckdb_rows(str(root), 2, "id, v, t IS NULL") == expected
+    assert deltalake_rows(str(root), 2, "id, v, t IS NULL") == expected

@@ -45,6 +45,7 @@ from pyspark.sql.types import StructType
 from txsql.engine.changes import cdf_enabled
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
+from txsql.log import features
 from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.changes import StatementChanges
@@ -108,8 +109,13 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     assert snapshot is not None  # existing_log guarantees a committed version
     source, _ = query_dataframe(ctx, statement.source, txn)
     evolved = evolved_metadata(ctx.spark, statement, snapshot, source)
+    note = ""
     if evolved is not None:  # WITH SCHEMA EVOLUTION: new columns commit with the rows
-        txn.stage([evolved])
+        # ... and so does the feature a new column's type needs (TIMESTAMP_NTZ).
+        upgraded = features.upgrade_for_metadata(snapshot.protocol, evolved)
+        features.check_writable(upgraded, evolved)  # before any file is written
+        note = features.upgrade_note(snapshot.protocol, upgraded)
+        txn.stage([upgraded, evolved] if note else [evolved])
         snapshot = txn.current_snapshot()
         assert snapshot is not None
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
@@ -140,7 +146,15 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     metrics["executionTimeMs"] = _ms_since(started)
     committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
     result_metrics = {**_result_metrics(metrics), "spark_jobs": jobs.jobs}
-    return commit_result(text, target.display, "MERGE", committed, txn.read_version, result_metrics)
+    return commit_result(
+        text,
+        target.display,
+        "MERGE",
+        committed,
+        txn.read_version,
+        result_metrics,
+        message=note if committed is not None else "",
+    )
 
 
 def _execute(

@@ -1,0 +1,111 @@
+"""Column types and the table features they need; types txsql refuses to store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from txsql.errors import SchemaError, UnsupportedFeatureError
+from txsql.log.actions import Metadata, Protocol
+from txsql.log.features import check_writable, upgrade_for_metadata, upgrade_note
+from txsql.log.schema import parse_schema
+from txsql.log.type_features import check_storable, needed_features
+
+
+def field(name: str, type_: Any, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "type": type_, "nullable": True, "metadata": metadata or {}}
+
+
+def schema(*fields: dict[str, Any]) -> str:
+    return json.dumps({"type": "struct", "fields": list(fields)})
+
+
+def struct(*fields: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "struct", "fields": list(fields)}
+
+
+NTZ_PLACES = {
+    "top level": field("t", "timestamp_ntz"),
+    "struct field": field("s", struct(field("a", "integer"), field("t", "timestamp_ntz"))),
+    "array element": field(
+        "a", {"type": "array", "elementType": "timestamp_ntz", "containsNull": True}
+    ),
+    "map key": field(
+        "m",
+        {
+            "type": "map",
+            "keyType": "timestamp_ntz",
+            "valueType": "string",
+            "valueContainsNull": True,
+        },
+    ),
+    "map value in array of structs": field(
+        "x",
+        {
+            "type": "array",
+            "elementType": struct(
+                field(
+                    "m",
+                    {
+                        "type": "map",
+                        "keyType": "string",
+                        "valueType": "timestamp_ntz",
+                        "valueContainsNull": True,
+                    },
+                )
+            ),
+            "containsNull": True,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("place", list(NTZ_PLACES))
+def test_timestamp_ntz_anywhere_needs_its_feature(place: str) -> None:
+    metadata = Metadata("id", schema(field("id", "long"), NTZ_PLACES[place]))
+    assert set(needed_features(parse_schema(metadata.schema_string))) == {"timestampNtz"}
+    with pytest.raises(UnsupportedFeatureError, match="'timestampNtz' table feature") as info:
+        check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), metadata)
+    assert "delta.feature.timestampNtz" in (info.value.hint or "")
+    upgraded = upgrade_for_metadata(Protocol(1, 2), metadata)
+    # A reader-writer feature: both lists, and the legacy features stay listed.
+    assert upgraded == Protocol(
+        3, 7, ("timestampNtz",), ("appendOnly", "invariants", "timestampNtz")
+    )
+    check_writable(upgraded, metadata)
+    assert "timestampNtz" in upgrade_note(Protocol(1, 2), upgraded)
+
+
+def test_plain_types_need_nothing() -> None:
+    metadata = Metadata("id", schema(field("t", "timestamp"), field("d", "decimal(38,18)")))
+    assert upgrade_for_metadata(Protocol(1, 2), metadata) == Protocol(1, 2)
+
+
+@pytest.mark.parametrize(
+    ("type_", "metadata", "error", "words"),
+    [
+        ("variant", None, UnsupportedFeatureError, "VARIANT"),
+        (struct(field("v", "variant")), None, UnsupportedFeatureError, "c.v has type VARIANT"),
+        ("interval day to second", None, SchemaError, "INTERVAL DAY TO SECOND"),
+        ("void", None, SchemaError, "VOID"),
+        ("string", {"__COLLATIONS": {"c": "spark.UTF8_LCASE"}}, UnsupportedFeatureError, "collat"),
+    ],
+)
+def test_types_txsql_cannot_store_are_refused_by_name(
+    type_: Any, metadata: dict[str, Any] | None, error: type[Exception], words: str
+) -> None:
+    parsed = parse_schema(schema(field("c", type_, metadata)))
+    with pytest.raises(error, match=words):
+        check_storable(parsed)
+    with pytest.raises(error, match=words):
+        check_writable(Protocol(3, 7, (), ()), Metadata("id", schema(field("c", type_, metadata))))
+
+
+def test_type_changes_need_type_widening_which_txsql_refuses() -> None:
+    changed = field("c", "long", {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]})
+    metadata = Metadata("id", schema(changed))
+    assert set(needed_features(parse_schema(metadata.schema_string))) == {"typeWidening"}
+    with pytest.raises(UnsupportedFeatureError, match="typeWidening"):
+        check_writable(upgrade_for_metadata(Protocol(1, 2), metadata), metadata)

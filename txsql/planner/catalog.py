@@ -28,6 +28,7 @@ from txsql.planner.locations import (
 from txsql.planner.schema_catalog import (
     DEFAULT_SCHEMA,
     IDENTIFIER,
+    TABLE_NAME,
     SchemaCatalog,
     SchemaInfo,
     check_identifier,
@@ -105,11 +106,13 @@ class Catalog:
             SqlError: not a valid name. SchemaNotFoundError: the schema does not exist.
         """
         parts = (ref.name or "").split(".")
-        if len(parts) > 2 or not all(IDENTIFIER.match(p) for p in parts):
+        schema_ok = len(parts) == 1 or (len(parts) == 2 and IDENTIFIER.match(parts[0]))
+        if not schema_ok or not TABLE_NAME.match(parts[-1]):
             raise SqlError(
                 f"invalid table name {ref.name!r}",
-                hint="Use table or schema.table (letters, digits, underscores), or address a "
-                "path as delta.`/path`.",
+                hint="Use table or schema.table (a schema is letters, digits and underscores; "
+                "a quoted table name may hold other characters but no . / \\ : % # ?), or "
+                "address a path as delta.`/path`.",
             )
         schema = parts[0].lower() if len(parts) == 2 else self.current_schema
         name = QualifiedName(schema, parts[-1].lower())
@@ -325,7 +328,7 @@ class Catalog:
             for entry in os.scandir(self.warehouse):
                 if (
                     entry.is_dir()
-                    and IDENTIFIER.match(entry.name)
+                    and TABLE_NAME.match(entry.name)
                     and os.path.isdir(join(entry.path, "_delta_log"))
                     and entry.path not in claimed
                 ):

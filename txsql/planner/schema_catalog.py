@@ -20,6 +20,11 @@ from txsql.storage.paths import join, parse_location
 DEFAULT_SCHEMA = "default"
 SCHEMA_DIR = "_txsql_catalog/_schemas"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A table name may be any quoted name (`back``tick`, `a b`) but for the characters that
+# would change its catalog key or its directory: '.' separates schema and table, '/' and
+# '\' nest directories, ':' '%' '#' '?' are URI syntax; no control characters, no
+# leading or trailing space, at most 250 characters (its catalog entry is <name>.json).
+TABLE_NAME = re.compile(r"^(?!\s)[^./\\:%#?\x00-\x1f\x7f]{1,250}(?<!\s)$")
 
 
 @dataclass(frozen=True, slots=True)

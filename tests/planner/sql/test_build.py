@@ -51,7 +51,7 @@ def test_update_keeps_assignments_in_order() -> None:
     statement = _build("UPDATE t SET b = b + 1, a = 'x' WHERE id = 2")
     assert isinstance(statement, Update)
     assert statement.target == TableRef(name="t")
-    assert [(c, v.sql()) for c, v in statement.assignments] == [("b", "b + 1"), ("a", "'x'")]
+    assert [(c, v.sql()) for c, v in statement.assignments] == [(("b",), "b + 1"), (("a",), "'x'")]
     with pytest.raises(SqlError, match="assigned twice"):
         _build("UPDATE t SET a = 1, A = 2")
 

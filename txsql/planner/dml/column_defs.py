@@ -23,6 +23,7 @@ from txsql.errors import (
 from txsql.log import column_rules as rules
 from txsql.log import features
 from txsql.log.actions import Protocol
+from txsql.planner.dml.assignments import merge_struct_assignments
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.statements import ColumnSpec, Merge
 
@@ -203,6 +204,8 @@ def merge_with_defaults(merge: Merge, schema_json: dict[str, Any]) -> Merge:
     from dataclasses import replace
 
     fields = schema_json.get("fields", [])
+    # SET s.a = ... becomes SET s = <s rebuilt>: the checks below then see whole columns.
+    merge = merge_struct_assignments(merge, fields)
     defaults = {
         f["name"].lower(): (f["name"], (f.get("metadata") or {}).get(rules.DEFAULT_KEY))
         for f in fields

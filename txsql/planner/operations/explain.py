@@ -19,6 +19,7 @@ from txsql.planner.dml.dv_writes import deletion_vectors_allowed
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.target import open_target
 from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.dml import path_sql
 from txsql.planner.sql.statements import Delete, Explain, Query, Update
 from txsql.result import Result
 
@@ -107,7 +108,7 @@ def _steps(statement: Delete | Update, scanned: Sequence[AddFile], dv: bool) -> 
         f"Spark filters by {where}"
     ]
     if isinstance(statement, Update):
-        sets = ", ".join(f"{c} = {v.sql(SPARK)}" for c, v in statement.assignments)
+        sets = ", ".join(f"{path_sql(c)} = {v.sql(SPARK)}" for c, v in statement.assignments)
         steps.append("drop rows existing DVs delete (vectorized UDF in the same tasks); persist")
         steps.append(f"job 1: write the updated rows ({sets}) as new data files")
     label = "job 1" if isinstance(statement, Delete) else "job 2"

@@ -56,7 +56,7 @@ def run_show_create_table(ctx: RunContext, statement: ShowCreateTable, text: str
     metadata = snapshot.metadata
     if ref.name is not None:
         qualified = ctx.catalog.qualify(ref)
-        name = f"{qualified.schema}.{qualified.table}"
+        name = f"{qualified.schema}.{quote(qualified.table)}"  # `t``x` is a valid name
         external = not ctx.catalog.is_managed(ref)
     else:
         name, external = ref.display, True

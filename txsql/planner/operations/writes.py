@@ -8,6 +8,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.charvarchar import length_metadata
+from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.engine.write_rules import generated_high_water_marks
 from txsql.errors import SchemaError, TableExistsError, TransactionError
@@ -298,7 +299,7 @@ def schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, An
             hint="e.g. CREATE TABLE t (id BIGINT, name STRING)",
         )
     # Spark parses the types, so every Spark type spelling is accepted exactly as Spark does.
-    select = ", ".join(f"CAST(NULL AS {c.type_sql}) AS `{c.name}`" for c in statement.columns)
+    select = ", ".join(f"CAST(NULL AS {c.type_sql}) AS {quote(c.name)}" for c in statement.columns)
     fields = ctx.spark.sql(f"SELECT {select}").schema.jsonValue()["fields"]
     for field, column in zip(fields, statement.columns):
         field["nullable"] = column.nullable

@@ -1,13 +1,18 @@
-"""sqlglot -> typed statements for DELETE and UPDATE."""
+"""sqlglot -> typed statements for DELETE and UPDATE, and the SET targets both UPDATE and
+MERGE share (a column, ``alias.column``, or a struct field ``s.a.b``)."""
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
-from txsql.errors import SchemaError, SqlError, UnsupportedStatementError
+from txsql.errors import SqlError, UnsupportedStatementError
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
-from txsql.planner.sql.statements import Delete, Update
+from txsql.planner.sql.statements import ColumnPath, Delete, Update
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _target(node: exp.Expr | None, statement: str) -> tuple[exp.Table, str | None]:
@@ -31,6 +36,8 @@ def build_delete(delete: exp.Delete) -> Delete:
 
 
 def build_update(update: exp.Update) -> Update:
+    """The typed UPDATE; SET targets stay name paths as written (resolved against the
+    table's schema when it runs: a qualifier, a column, struct fields)."""
     for unsupported in ("from", "from_", "limit", "order", "returning"):
         if update.args.get(unsupported):
             raise UnsupportedStatementError(
@@ -38,29 +45,57 @@ def build_update(update: exp.Update) -> Update:
                 hint="Use MERGE INTO to update from another table.",
             )
     table, alias = _target(update.this, "UPDATE")
-    qualifiers = {q.lower() for q in (alias, table.name) if q}
-    assignments: list[tuple[str, exp.Expr]] = []
-    seen: set[str] = set()
+    assignments: list[tuple[ColumnPath, exp.Expr]] = []
+    seen: set[ColumnPath] = set()
     for item in update.expressions:
-        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+        path = set_target(item)
+        key = tuple(p.lower() for p in path)
+        if key in seen:
             raise SqlError(
-                f"cannot read assignment `{item.sql(SPARK)}`", hint="Write SET column = value."
-            )
-        column = item.this
-        qualifier = column.table
-        if column.args.get("db") or (qualifier and qualifier.lower() not in qualifiers):
-            raise SchemaError(
-                f"UPDATE cannot assign `{column.sql(SPARK)}`",
-                hint="Assign top-level columns of the target table: SET c = value.",
-            )
-        if column.name.lower() in seen:
-            raise SqlError(
-                f"column {column.name} is assigned twice in UPDATE",
+                f"column {path_sql(path)} is assigned twice in UPDATE",
                 hint="Assign each column at most once.",
             )
-        seen.add(column.name.lower())
-        assignments.append((column.name, item.expression))
+        seen.add(key)
+        assignments.append((path, item.expression))
     where = update.args.get("where")
     return Update(
         table_ref(table), tuple(assignments), alias, where.this if where is not None else None
     )
+
+
+def set_target(item: exp.Expr) -> ColumnPath:
+    """The name path a ``target = value`` assignment writes to.
+
+    >>> import sqlglot
+    >>> u = sqlglot.parse_one("UPDATE t SET t.s.a.b.c = 1, `dot.col` = 2", read="spark")
+    >>> [set_target(a) for a in u.expressions]
+    [('t', 's', 'a', 'b', 'c'), ('dot.col',)]
+    """
+    target = item.this if isinstance(item, exp.EQ) else None
+    path = column_path(target) if target is not None else None
+    if path is None:
+        raise SqlError(
+            f"cannot read assignment `{item.sql(SPARK)}`", hint="Write SET column = value."
+        )
+    return path
+
+
+def column_path(node: exp.Expr) -> ColumnPath | None:
+    """The name parts of a column reference (``a.b.c.d.e`` nests Dots around a Column)."""
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            return None
+        return tuple(part.name for part in node.parts)
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+        inner = column_path(node.this)
+        return None if inner is None else (*inner, node.expression.name)
+    return None
+
+
+def path_sql(path: ColumnPath) -> str:
+    """A name path as SQL text, each part backquoted when it must be.
+
+    >>> path_sql(("s", "dot.col", "back`tick"))
+    's.`dot.col`.`back``tick`'
+    """
+    return ".".join(p if _PLAIN_NAME.match(p) else "`" + p.replace("`", "``") + "`" for p in path)

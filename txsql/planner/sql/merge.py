@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
 from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.dml import set_target
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.statements import (
     MATCHED,
@@ -67,9 +68,10 @@ def _clause(when: exp.When) -> MergeClause:
         if len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star):
             columns, values = None, None
         else:
-            pairs = [_assignment(a) for a in then.expressions]
-            columns = tuple(p[0] for p in pairs)
-            values = tuple(p[1] for p in pairs)
+            for assignment in then.expressions:
+                set_target(assignment)  # checks it is `target = value`
+            columns = tuple(a.this.sql(SPARK) for a in then.expressions)
+            values = tuple(a.expression for a in then.expressions)
     elif isinstance(then, exp.Insert):
         action = "insert"
         names = then.this
@@ -98,12 +100,6 @@ def _clause(when: exp.When) -> MergeClause:
             hint="Assign the columns: UPDATE SET col = expr.",
         )
     return MergeClause(match, action, condition, columns, values)
-
-
-def _assignment(node: exp.Expr) -> tuple[str, exp.Expr]:
-    if not isinstance(node, exp.EQ) or not isinstance(node.this, exp.Column):
-        raise SqlError(f"expected `column = value`, got `{node.sql(SPARK)}`")
-    return node.this.sql(SPARK), node.expression
 
 
 def _check_clause_order(clauses: Sequence[MergeClause]) -> None:

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+ColumnPath = tuple[str, ...]
+"""A column as a SET clause names it: its name parts, unquoted (``s.a`` is ``("s", "a")``,
+`` `dot.col` `` is ``("dot.col",)``); the first part may be the table's name or alias."""
+
 
 @dataclass(frozen=True, slots=True)
 class TableRef:
@@ -119,7 +123,8 @@ class MergeClause:
     ``match`` is ``matched``, ``not_matched`` (by target) or ``not_matched_by_source``;
     ``action`` is ``update``, ``delete`` or ``insert``. ``values is None`` means
     ``UPDATE SET *`` / ``INSERT *``; ``columns is None`` with values is a positional
-    ``INSERT VALUES (...)``.
+    ``INSERT VALUES (...)``. ``columns`` are column names for INSERT and the SET targets'
+    SQL text for UPDATE (``t.v``; ``s.a`` for a field of the struct column ``s``).
     """
 
     match: str
@@ -155,10 +160,11 @@ class Delete:
 
 @dataclass(frozen=True, slots=True)
 class Update:
-    """``UPDATE target [AS alias] SET column = expr, ... [WHERE condition]``."""
+    """``UPDATE target [AS alias] SET column = expr, ... [WHERE condition]``; a SET target
+    may be a struct field (``SET s.a = 1``)."""
 
     target: TableRef
-    assignments: tuple[tuple[str, exp.Expr], ...]
+    assignments: tuple[tuple[ColumnPath, exp.Expr], ...]
     alias: str | None = None
     where: exp.Expr | None = None
 

@@ -13,6 +13,7 @@ from typing import Any
 from txsql.errors import SqlError
 from txsql.log import features
 from txsql.planner.context import RunContext
+from txsql.planner.dml.assignments import merge_struct_assignments
 from txsql.planner.dml.dv_writes import deletion_vectors_allowed
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.operations.merge.check import target_predicate
@@ -43,7 +44,8 @@ def explain_merge(ctx: RunContext, statement: Merge) -> tuple[list[Step], dict[s
     features.check_writable(snapshot.protocol, snapshot.metadata)
     source, _ = query_dataframe(ctx, statement.source)  # lazy: Spark resolves the schema
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
-    plan = plan_merge(statement, columns, source.columns)
+    fields = snapshot.schema_json["fields"]
+    plan = plan_merge(merge_struct_assignments(statement, fields), columns, source.columns)
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from txsql.errors import SchemaError, UnsupportedStatementError
+from txsql.planner.dml.assignments import set_path, without_qualifier
 from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.dml import path_sql
 from txsql.planner.sql.statements import (
     MATCHED,
     NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
+    ColumnPath,
     Merge,
     MergeClause,
 )
@@ -178,7 +181,9 @@ def _outputs(
     assigned: dict[str, str] = {}
     lowered = {c.lower(): c for c in target_columns}
     for name, value in zip(names, clause.values):
-        column = _target_column(name, scope, lowered, where)
+        # INSERT lists bare names; UPDATE SET keeps its targets' SQL text (`t.`dot.col``).
+        path = set_path(name) if clause.action == "update" else (name,)
+        column = _target_column(path, scope, lowered, where)
         if column in assigned:
             raise SchemaError(f"{where}: column {column} is assigned twice")
         assigned[column] = _qualify(value, scope, visible, where).sql(SPARK)
@@ -188,13 +193,14 @@ def _outputs(
     return {c: assigned.get(c) or scope.ref(TARGET, c).sql(SPARK) for c in target_columns}
 
 
-def _target_column(name: str, scope: _Scope, lowered: dict[str, str], where: str) -> str:
-    parts = name.replace("`", "").split(".")
-    if len(parts) == 2 and parts[0].lower() in (scope.aliases[TARGET].lower(), scope.table_name):
-        parts = parts[1:]
+def _target_column(path: ColumnPath, scope: _Scope, lowered: dict[str, str], where: str) -> str:
+    """The target column a SET target or INSERT column names (struct fields were rebuilt
+    into whole columns before planning: see planner/dml/assignments)."""
+    qualifiers = (scope.aliases[TARGET], scope.table_name)
+    parts = without_qualifier(path, qualifiers, lowered.keys())
     if len(parts) != 1 or parts[0].lower() not in lowered:
         raise SchemaError(
-            f"{where}: {name} is not a column of the target table",
+            f"{where}: {path_sql(path)} is not a column of the target table",
             hint=f"The target's columns are {', '.join(lowered.values())}.",
         )
     return lowered[parts[0].lower()]
@@ -212,9 +218,19 @@ def _qualify(node: exp.Expr, scope: _Scope, sides: tuple[str, ...], where: str) 
         if isinstance(column.this, exp.Star):
             continue
         if column.args.get("db") is not None:
-            # alias.struct.field: Spark resolves the field; check the struct column exists
-            side = scope.side_of(column.db)
-            if side is None or column.table.lower() not in scope.columns[side]:
+            # alias.struct.field[.field] or struct.field.field: Spark resolves the fields;
+            # check the struct column exists on a side this clause may read.
+            parts = [part.name for part in column.parts]
+            side = scope.side_of(parts[0])
+            if side is not None and parts[1].lower() in scope.columns[side]:
+                if side not in sides:
+                    raise SchemaError(
+                        f"{where} cannot read {side} columns ({column.sql(SPARK)})",
+                        hint="NOT MATCHED clauses see only the source row; NOT MATCHED BY "
+                        "SOURCE clauses see only the target row.",
+                    )
+                continue
+            if parts[0].lower() not in _visible(scope, sides):
                 raise SchemaError(f"{where}: cannot resolve {column.sql(SPARK)}")
             continue
         if column.table:

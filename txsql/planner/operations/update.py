@@ -28,8 +28,7 @@ from txsql.planner.dml.assignments import resolve_assignments
 from txsql.planner.dml.changes import StatementChanges, update_changes
 from txsql.planner.dml.column_defs import refuse_identity_updates
 from txsql.planner.dml.conform import conform_to_schema
-from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows, mark_rows_deleted
-from txsql.planner.dml.few_rows import row_observer
+from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
@@ -76,23 +75,17 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
             # are dropped after the WHERE clause, in the same tasks.
             matched = target.matching_rows(without_dvs(plan.scan), extra)
             matched = drop_deleted_rows(matched, snapshot, plan.scan)
-            # The write job observes the rows it writes (count and keys), so no second job
-            # finds them again unless a task matched more than the driver may collect.
-            # Only then are the rows persisted: the write job fills the cache and the DV
-            # job reads it, so both see the same rows even for a non-deterministic WHERE.
-            observer = row_observer(ctx.spark, row_ids, plan.scan)
-            kept = observer is None or observer.may_overflow
-            if kept:
-                matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
+            # Persisted: the write job fills the cache, the DV job reads it, so both see
+            # the same rows even for a non-deterministic WHERE clause.
+            matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                written_from = matched if observer is None else observer.observe(matched)
                 index = {column: i for i, (column, _) in enumerate(assignments)}
                 values = [
                     F.col(quote(set_names[index[name]])) if name in index else F.col(quote(name))
                     for name in fields
                 ]
                 new_rows = conform_to_schema(
-                    written_from.select(*values), snapshot.schema_json, None, target.display
+                    matched.select(*values), snapshot.schema_json, None, target.display
                 )
                 from txsql.engine.write import write_data_files
 
@@ -111,23 +104,18 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 written_rows = total_records(adds)
                 rewrite_ms = _ms(rewrite_started)
                 scan_started = time.perf_counter()
-                found = None if observer is None else observer.found()
                 with counting_jobs() as dv_jobs:
-                    if found is not None:
-                        outcome = delete_found_rows(ctx, snapshot, found, candidates=plan.scan)
-                    else:
-                        outcome = mark_rows_deleted(
-                            ctx,
-                            snapshot,
-                            matched.select(*map(quote, row_ids)),
-                            candidates=plan.scan,
-                            max_rows=written_rows,  # the same cached rows: exactly as many
-                        )
+                    outcome = mark_rows_deleted(
+                        ctx,
+                        snapshot,
+                        matched.select(*map(quote, row_ids)),
+                        candidates=plan.scan,
+                        max_rows=written_rows,  # the same cached rows: exactly as many
+                    )
                 jobs = write_jobs.jobs + dv_jobs.jobs
                 scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
             finally:
-                if kept:
-                    matched.unpersist()
+                matched.unpersist()
             if (written_rows or 0) != outcome.num_deleted_rows:
                 raise TxSqlError(
                     f"UPDATE wrote {written_rows or 0} new row(s) but replaced "

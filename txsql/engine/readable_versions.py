@@ -45,7 +45,7 @@ def vacuumed_version_error(
         return None
     try:
         return _diagnose(error.path, read_version)
-    except (TxSqlError, OSError):
+    except Exception:  # an object store's client errors too
         return None  # the diagnosis is a courtesy: never hide the original error behind it
 
 

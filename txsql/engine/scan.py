@@ -138,6 +138,8 @@ Round 4 (issue 10), idle machine, same table shape, best of 7 (plain scan in bra
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -171,6 +173,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FILE_COLUMN",
     "ROW_INDEX_COLUMN",
+    "pushed_filters",
     "resolve_path",
     "row_id_columns",
     "scan_snapshot",
@@ -261,6 +264,19 @@ def _plan_scan(
     if constants:
         df = attach_constants(spark, df, schema, scanned, long_keys, with_row_ids, h)
     return df.select(_output_columns(schema, with_row_ids, h))
+
+
+def pushed_filters(df: DataFrame) -> list[str]:
+    """The filters Spark pushes into the Parquet reader of each file scan in ``df``'s
+    physical plan, as ``EXPLAIN FORMATTED`` prints them (``[IsNotNull(id), EqualTo(id,5)]``):
+    the reader skips the row groups and pages their statistics rule out."""
+    printed = io.StringIO()
+    # DataFrame.explain prints (classic and Connect alike); no other API returns the text.
+    with contextlib.redirect_stdout(printed):
+        df.explain(mode="formatted")
+    prefix = "PushedFilters:"
+    lines = printed.getvalue().splitlines()
+    return [line[len(prefix) :].strip() for line in lines if line.startswith(prefix)]
 
 
 def _scan_key(spark: SparkSession, snapshot: Snapshot, with_row_ids: bool) -> tuple[Any, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,52 @@ def test_explain_metadata_only_delete_update_and_query(s: txsql.Session) -> None
     assert update.metrics["files_scanned"] == 1
     query = s.sql("EXPLAIN SELECT count(*) FROM t")
     assert any(r[0] == "spark plan" for r in query.df.collect())
+
+
+@pytest.mark.parametrize("deleted_rows", ["none", "literal", "python_udf"])
+def test_dml_scans_push_the_where_clause_into_the_parquet_reader(
+    s: txsql.Session, monkeypatch: pytest.MonkeyPatch, deleted_rows: str
+) -> None:
+    """With the row index in the scan and earlier DVs filtered after the WHERE clause, the
+    WHERE clause still reaches the Parquet reader (which skips row groups and pages by
+    their statistics): EXPLAIN shows it, and it is in Spark's physical plan of the very
+    scan the DELETE and the UPDATE run."""
+    import pyarrow.parquet as pq
+
+    from txsql.engine.scan import pushed_filters
+    from txsql.planner.dml import live_rows
+    from txsql.planner.operations import delete, update
+
+    s.sql("CREATE TABLE big (id BIGINT, v STRING)")
+    s.spark.conf.set("parquet.block.size", "2048")  # row groups of ~100 rows
+    try:
+        s.sql(
+            "INSERT INTO big SELECT /*+ REPARTITION(1) */ id, CAST(id AS STRING) FROM range(3000)"
+        )
+    finally:
+        s.spark.conf.unset("parquet.block.size")
+    (data,) = s.table("big").snapshot().files
+    assert pq.ParquetFile(f"{s.table('big').location}/{data.path}").num_row_groups > 5
+    if deleted_rows != "none":
+        s.sql("DELETE FROM big WHERE id % 100 = 7")  # 30 rows in a DV
+    if deleted_rows == "python_udf":
+        monkeypatch.setattr(live_rows, "_LITERAL_ROWS", -1)
+    for statement in ("DELETE FROM big WHERE id = 2500", "UPDATE big SET v = 'x' WHERE id = 2501"):
+        explained = dict(tuple(r) for r in s.sql(f"EXPLAIN {statement}").df.collect())
+        assert "EqualTo(id," in explained["pushed filters"], statement
+    scans: list[Any] = []
+
+    def spy(function: Any, position: int) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            scans.append(args[position])
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(delete, "collect_found_rows", spy(delete.collect_found_rows, 1))
+    monkeypatch.setattr(update, "conform_to_schema", spy(update.conform_to_schema, 0))
+    assert s.sql("DELETE FROM big WHERE id = 2500").metrics["num_deleted_rows"] == 1
+    assert s.sql("UPDATE big SET v = 'x' WHERE id = 2501").metrics["num_updated_rows"] == 1
+    assert len(scans) == 2
+    for scan, value in zip(scans, (2500, 2501)):
+        assert any(f"EqualTo(id,{value})" in pushed for pushed in pushed_filters(scan))

@@ -3,9 +3,12 @@
 Flow: the WHERE clause becomes a predicate; files are pruned by partition values and
 stats; files a partition-only predicate covers entirely are removed without reading them
 (Delta's metadata-only delete); the rest are scanned with row ids, Spark filters them by
-the WHERE clause, and :func:`~txsql.planner.dml.dv_writes.mark_rows_deleted` turns the matching
-rows into DVs (or rewrites the files when the table has no DVs). Delta commits a DELETE
-even when nothing matched, and so do we.
+the WHERE clause, and the matching rows become DVs (or the files are rewritten when the
+table has no DVs). One Spark job finds them: collected as Arrow while they are few
+(:func:`~txsql.planner.dml.few_rows.collect_found_rows`, no Python stage, so a point
+DELETE costs the same on any file size), else grouped per file on the executors by
+:func:`~txsql.planner.dml.dv_writes.mark_rows_deleted`. Delta commits a DELETE even when
+nothing matched, and so do we.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from collections.abc import Mapping, Sequence
 from pyroaring import BitMap64
 
 from txsql.engine.changes import cdf_enabled
+from txsql.engine.scan import snapshot_row_ids
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.changes import StatementChanges, delete_changes
-from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows, mark_rows_deleted
+from txsql.planner.dml.few_rows import collect_found_rows
 from txsql.planner.dml.jobs import JobCounter, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
@@ -48,9 +53,15 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
             # Scan without applying the files' DVs: mark_rows_deleted drops rows already
             # deleted from its bitmaps anyway, and the scan then needs no DV expansion or
             # anti-join (two to four Spark jobs less).
+            snapshot = target.snapshot
             with counting_jobs() as jobs:
                 matched = target.matching_rows(without_dvs(plan.scan))
-                outcome = mark_rows_deleted(ctx, target.snapshot, matched, candidates=plan.scan)
+                row_ids = snapshot_row_ids(snapshot)
+                found = collect_found_rows(ctx.spark, matched, row_ids, plan.scan)
+                if found is None:  # too many rows to collect: grouped on the executors
+                    outcome = mark_rows_deleted(ctx, snapshot, matched, candidates=plan.scan)
+                else:
+                    outcome = delete_found_rows(ctx, snapshot, found, candidates=plan.scan)
             scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
         whole_rows = _live_rows(plan.whole)
         actions: list[Action] = list(outcome.actions)

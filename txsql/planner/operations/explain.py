@@ -1,10 +1,12 @@
 """EXPLAIN <statement>: how txsql would run a statement, without running it.
 
 For DELETE and UPDATE it shows the WHERE clause split into partition / data / remaining
-conjuncts, which files are removed whole, scanned or skipped (and why), and the planned
-steps. Queries show Spark's own plan. Other statements register an explainer in
-:data:`txsql.planner.registry.STATEMENTS` (MERGE: :mod:`txsql.planner.operations.merge.explain`).
-Nothing is written and no transaction starts.
+conjuncts, which files are removed whole, scanned or skipped (and why), the filters Spark
+pushes into the Parquet reader of the scan (row groups and pages it skips by their
+statistics), and the planned steps. Queries show Spark's own plan. Other statements
+register an explainer in :data:`txsql.planner.registry.STATEMENTS` (MERGE:
+:mod:`txsql.planner.operations.merge.explain`). Nothing is written and no transaction
+starts.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from txsql.engine.scan import pushed_filters
 from txsql.log.actions import AddFile
 from txsql.log.predicates import split_predicate, to_sql
 from txsql.planner.context import RunContext
-from txsql.planner.dml.dv_writes import deletion_vectors_allowed
+from txsql.planner.dml.dv_writes import DIRECT_ROWS, deletion_vectors_allowed
+from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.target import open_target
 from txsql.planner.sql.dialect import SPARK
@@ -70,6 +74,12 @@ def explain_dml(ctx: RunContext, statement: Delete | Update) -> tuple[list[Step]
             steps.append((label, _names(files)))
     if plan.skipped:
         steps.append(("skipped", _names(plan.skipped)))
+    if plan.scan:
+        try:  # Spark's own physical plan of the statement's scan
+            filters = pushed_filters(target.matching_rows(without_dvs(plan.scan)))
+        finally:
+            target.close()
+        steps.append(("pushed filters", "; ".join(filters) or "none: every row group is read"))
     steps += [(f"step {i}", s) for i, s in enumerate(_steps(statement, plan.scan, dv), 1)]
     if plan.whole:
         steps.append(("metadata-only", f"remove {len(plan.whole)} file(s) from the log"))
@@ -90,13 +100,14 @@ def explain_dml(ctx: RunContext, statement: Delete | Update) -> tuple[list[Step]
 def _planned_jobs(statement: Delete | Update, scanned: Sequence[AddFile], dv: bool) -> int:
     """Spark actions txsql will run (``spark_jobs`` of the statement's Result.metrics).
 
-    DELETE: one job finds the matched rows and returns per-file bitmaps; UPDATE adds the
-    job writing the new rows. Copy-on-write (no DVs) adds a rewrite of the touched files.
+    DELETE: one job finds the matched rows; UPDATE: one job writes the new rows and
+    observes which rows they replace. Copy-on-write (no DVs) adds a rewrite of the touched
+    files. Either runs one job more when a task matches more than the driver may collect
+    (see planner/dml/few_rows.py).
     """
     if not scanned:
         return 0
-    jobs = 1 if isinstance(statement, Delete) else 2
-    return jobs if dv else jobs + 1
+    return 1 if dv else 2
 
 
 def _steps(statement: Delete | Update, scanned: Sequence[AddFile], dv: bool) -> list[str]:
@@ -107,12 +118,20 @@ def _steps(statement: Delete | Update, scanned: Sequence[AddFile], dv: bool) -> 
         f"scan {len(scanned)} file(s) with _file/_row_index (existing DVs not applied); "
         f"Spark filters by {where}"
     ]
+    many = f"more than {DIRECT_ROWS:,} rows"
     if isinstance(statement, Update):
         sets = ", ".join(f"{path_sql(c)} = {v.sql(SPARK)}" for c, v in statement.assignments)
-        steps.append("drop rows existing DVs delete (vectorized UDF in the same tasks); persist")
-        steps.append(f"job 1: write the updated rows ({sets}) as new data files")
-    label = "job 1" if isinstance(statement, Delete) else "job 2"
-    steps.append(f"{label}: group matched row indexes per file on executors; collect bitmaps")
+        steps.append("drop rows existing DVs delete (in the same tasks)")
+        steps.append(
+            f"job 1: write the updated rows ({sets}) as new data files, observing the "
+            "(file, row index) of each row written"
+        )
+        steps.append(f"job 2 only if the scan's tasks match {many}: persisted rows, grouped")
+    else:
+        steps.append(
+            "job 1: collect the matched (file, row index) pairs as Arrow; if the scan's "
+            f"tasks match {many}, one more job groups them per file on the executors"
+        )
     if dv:
         steps.append("driver: subtract old DVs, write all new DVs into one DV file")
         steps.append("commit remove(F, oldDV) + add(F, newDV); remove(F) when all rows deleted")

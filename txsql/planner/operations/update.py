@@ -1,12 +1,15 @@
 """UPDATE: merge-on-read — old rows go into deletion vectors, new rows into new files.
 
 The matching rows are read once, with the SET values computed by Spark on the same rows,
-and persisted: one job writes the updated rows (cast to the column types with Spark's
-ANSI casts, NOT NULL enforced like INSERT), a second turns the same rows' ``(_file,
-_row_index)`` into DVs (``spark_jobs`` = 2 in ``Result.metrics``). Both consumers see
-identical rows even for a non-deterministic WHERE clause. The scan does not apply the
-files' DVs (that costs DV expansion and broadcast jobs); rows already deleted are dropped
-after the WHERE clause by :func:`~txsql.planner.dml.live_rows.drop_deleted_rows`. Updating a
+by ONE job (``spark_jobs`` = 1 in ``Result.metrics``): it writes the updated rows (cast to
+the column types with Spark's ANSI casts, NOT NULL enforced like INSERT) and observes, on
+the way, the count and the ``(_file, _row_index)`` keys of the rows it writes
+(:mod:`~txsql.planner.dml.few_rows`); the driver turns the keys into DVs. Only when the
+scanned files hold more rows than the driver collects are the rows persisted: should a
+task match more than its share, a second job reads the very rows written (even for a
+non-deterministic WHERE clause) and groups them. The scan does not apply the files' DVs
+(that costs DV expansion and broadcast jobs); rows already deleted are dropped after the
+WHERE clause by :func:`~txsql.planner.dml.live_rows.drop_deleted_rows`. Updating a
 partition column simply writes the new rows into their new partition. Tables without DVs
 get copy-on-write from the shared DV machinery."""
 
@@ -28,7 +31,8 @@ from txsql.planner.dml.assignments import resolve_assignments
 from txsql.planner.dml.changes import StatementChanges, update_changes
 from txsql.planner.dml.column_defs import refuse_identity_updates
 from txsql.planner.dml.conform import conform_to_schema
-from txsql.planner.dml.dv_writes import DeletionOutcome, mark_rows_deleted
+from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows, mark_rows_deleted
+from txsql.planner.dml.few_rows import row_observer
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
@@ -75,17 +79,23 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
             # are dropped after the WHERE clause, in the same tasks.
             matched = target.matching_rows(without_dvs(plan.scan), extra)
             matched = drop_deleted_rows(matched, snapshot, plan.scan)
-            # Persisted: the write job fills the cache, the DV job reads it, so both see
-            # the same rows even for a non-deterministic WHERE clause.
-            matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
+            # The write job observes the rows it writes (count and keys), so no second job
+            # finds them again unless a task matched more than the driver may collect.
+            # Only then are the rows persisted: the write job fills the cache and the DV
+            # job reads it, so both see the same rows even for a non-deterministic WHERE.
+            observer = row_observer(ctx.spark, row_ids, plan.scan)
+            kept = observer is None or observer.may_overflow
+            if kept:
+                matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
             try:
+                written_from = matched if observer is None else observer.observe(matched)
                 index = {column: i for i, (column, _) in enumerate(assignments)}
                 values = [
                     F.col(quote(set_names[index[name]])) if name in index else F.col(quote(name))
                     for name in fields
                 ]
                 new_rows = conform_to_schema(
-                    matched.select(*values), snapshot.schema_json, None, target.display
+                    written_from.select(*values), snapshot.schema_json, None, target.display
                 )
                 from txsql.engine.write import write_data_files
 
@@ -104,18 +114,23 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 written_rows = total_records(adds)
                 rewrite_ms = _ms(rewrite_started)
                 scan_started = time.perf_counter()
+                found = None if observer is None else observer.found()
                 with counting_jobs() as dv_jobs:
-                    outcome = mark_rows_deleted(
-                        ctx,
-                        snapshot,
-                        matched.select(*map(quote, row_ids)),
-                        candidates=plan.scan,
-                        max_rows=written_rows,  # the same cached rows: exactly as many
-                    )
+                    if found is not None:
+                        outcome = delete_found_rows(ctx, snapshot, found, candidates=plan.scan)
+                    else:
+                        outcome = mark_rows_deleted(
+                            ctx,
+                            snapshot,
+                            matched.select(*map(quote, row_ids)),
+                            candidates=plan.scan,
+                            max_rows=written_rows,  # the same cached rows: exactly as many
+                        )
                 jobs = write_jobs.jobs + dv_jobs.jobs
                 scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
             finally:
-                matched.unpersist()
+                if kept:
+                    matched.unpersist()
             if (written_rows or 0) != outcome.num_deleted_rows:
                 raise TxSqlError(
                     f"UPDATE wrote {written_rows or 0} new row(s) but replaced "

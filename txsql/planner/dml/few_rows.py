@@ -1,0 +1,172 @@
+"""The rows a DELETE or UPDATE matched, found in the JVM when they are few, however big the
+files they sit in.
+
+A row-level statement must learn which physical rows it matched, ``(file, row index)``
+pairs that become deletion vectors. :func:`~txsql.planner.dml.dv_writes.mark_rows_deleted`
+collects them as Arrow (no Python stage) only when the scanned files hold at most
+``DIRECT_ROWS`` rows; above, each task groups its pairs into bitmaps in a Python stage
+(``mapInArrow``), which costs a Python worker per task whatever the number of pairs. That
+bound is on the files, not on the matches, so a point DELETE cost ~4x more on two 10M-row
+files than on ten 500k-row files (Spark's Parquet reader skips all but one page of 20k rows
+either way). Here the bound is on the matches, checked by Spark while the job runs:
+
+* :func:`collect_found_rows` (DELETE): one job collects ``(crc32(file), row index)`` as
+  Arrow. When the files may hold more than ``DIRECT_ROWS`` rows, each row's position among
+  its task's matches (``monotonically_increasing_id``: the partition in the upper 31 bits,
+  the position in the lower 33) is checked against ``cap`` (below) and the job stops with
+  ``raise_error`` at the first task past it: the caller then groups in the Python stage.
+* :func:`row_observer` (UPDATE): the job that writes the new rows also observes
+  (``DataFrame.observe``) their count and the list of their keys ``crc32(file) << 32 | row
+  index``, at most ``cap`` per task; when the list holds every row, no second job.
+
+``cap`` is ``DIRECT_ROWS`` over an upper bound of the scan's tasks: Spark cuts files into
+pieces of at least ``min(maxPartitionBytes, openCostInBytes)`` (4 MB by default) and only
+packs pieces together, so the driver never holds more than ``DIRECT_ROWS`` pairs.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pyroaring import BitMap64
+
+from txsql.engine.names import fresh_names
+from txsql.engine.schema import quote
+from txsql.log.actions import AddFile
+from txsql.planner.dml import dv_writes
+from txsql.planner.dml.dv_writes import bitmaps_by_crc, crc_paths, file_crc
+from txsql.planner.dml.jobs import count_job
+from txsql.txn.rowlevel import num_records, total_records
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+
+# The message of the raise_error that stops a collection past its cap (never shown to
+# users: the statement falls back to grouping rows in a Python stage).
+_TOO_MANY = "txsql: more matched rows than one direct collection holds"
+# Spark's defaults for the two settings that bound the size of a scan's file pieces.
+_SPLIT_SETTINGS = (
+    ("spark.sql.files.maxPartitionBytes", 128 << 20),
+    ("spark.sql.files.openCostInBytes", 4 << 20),
+)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_ROW_BITS = 32  # an UPDATE key is crc32(file) << 32 | row index
+
+
+def collect_found_rows(
+    spark: SparkSession, matched: DataFrame, row_ids: tuple[str, str], files: Sequence[AddFile]
+) -> dict[str, BitMap64] | None:
+    """The rows of ``matched`` as per-file bitmaps, collected by one Spark job without a
+    Python stage; None when there are too many for that (the job stopped early) or two
+    files share a CRC. ``row_ids`` names the file and row-index columns."""
+    from pyspark.sql import functions as F
+
+    crcs = crc_paths(files)
+    if crcs is None:
+        return None
+    file_column, row_column = row_ids
+    row = F.col(quote(row_column))
+    total = total_records(files)
+    if total is None or total > dv_writes.DIRECT_ROWS:
+        past_cap = _position_in_task() >= _cap(spark, files)
+        row = F.when(~past_cap, row).otherwise(F.raise_error(F.lit(_TOO_MANY)))
+    pairs = matched.select(file_crc(file_column).alias("f"), row.alias("r"))
+    try:
+        table = count_job(pairs.toArrow)
+    except Exception as error:
+        if _TOO_MANY in str(error):
+            return None
+        raise
+    keys = table.column("f").to_numpy(zero_copy_only=False)
+    return bitmaps_by_crc(keys, table.column("r").to_numpy(zero_copy_only=False), crcs)
+
+
+@dataclass(frozen=True)
+class RowObserver:
+    """Observes the rows of an UPDATE's write job on the way (see the module docstring).
+
+    Attributes:
+        may_overflow: Whether the list of keys can miss rows (a task may match more than
+            its cap); only then may :meth:`found` return None, so only then must the
+            caller keep the rows (persist) for a second job.
+    """
+
+    may_overflow: bool
+    key: Column
+    observation: Observation
+    crcs: dict[int, str]
+
+    def observe(self, rows: DataFrame) -> DataFrame:
+        """``rows`` counting and listing their keys in the job that reads them (once)."""
+        from pyspark.sql import functions as F
+
+        # The key is a column first: Spark evaluates observed aggregates without
+        # initialising a non-deterministic input (the position in the task) itself.
+        (name,) = fresh_names(["_txsql_found_key"], rows.columns)
+        keyed = rows.withColumn(name, self.key)
+        count = F.count(F.lit(1)).alias("n")
+        listed = F.collect_list(F.col(quote(name))).alias("keys")
+        return keyed.observe(self.observation, count, listed).drop(name)
+
+    def found(self) -> dict[str, BitMap64] | None:
+        """Per-file bitmaps of the rows observed, or None if the list missed some. Call it
+        only after the job reading the observed rows succeeded."""
+        metrics = self.observation.get
+        keys = np.asarray(metrics["keys"], dtype=np.int64).view(np.uint64)
+        if len(keys) != int(metrics["n"]):
+            return None
+        crcs = (keys >> np.uint64(_ROW_BITS)).astype(np.int64)
+        rows = keys & np.uint64((1 << _ROW_BITS) - 1)
+        return bitmaps_by_crc(crcs, rows, self.crcs)
+
+
+def row_observer(
+    spark: SparkSession, row_ids: tuple[str, str], files: Sequence[AddFile]
+) -> RowObserver | None:
+    """An observer of the rows of a scan of ``files`` (``row_ids`` names the file and
+    row-index columns); None when a key could name two rows (two files share a CRC, or a
+    file's row count is unknown or reaches 2**32)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    crcs = crc_paths(files)
+    counts = [num_records(f.stats) for f in files]
+    if crcs is None or any(n is None or n >= 1 << _ROW_BITS for n in counts):
+        return None
+    file_column, row_column = row_ids
+    key = F.shiftleft(file_crc(file_column), _ROW_BITS).bitwiseOR(F.col(quote(row_column)))
+    may_overflow = sum(n or 0 for n in counts) > dv_writes.DIRECT_ROWS
+    if may_overflow:  # collect_list skips the NULLs of rows past the cap
+        key = F.when(_position_in_task() < _cap(spark, files), key)
+    observation = Observation(f"txsql_found_rows_{uuid.uuid4().hex}")
+    return RowObserver(may_overflow, key, observation, crcs)
+
+
+def _position_in_task() -> Column:
+    """The row's position among the rows its task has produced so far (0-based)."""
+    from pyspark.sql import functions as F
+
+    return F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+
+
+def _cap(spark: SparkSession, files: Sequence[AddFile]) -> int:
+    """Matched rows one task may hand to the driver: ``DIRECT_ROWS`` over the most tasks a
+    scan of ``files`` can have (Spark's file pieces are never smaller than the smaller of
+    its two split settings)."""
+    piece = min(_bytes_setting(spark, name, default) for name, default in _SPLIT_SETTINGS)
+    tasks = sum(max(1, -(-f.size // piece)) for f in files)
+    return max(1, dv_writes.DIRECT_ROWS // tasks)
+
+
+def _bytes_setting(spark: SparkSession, name: str, default: int) -> int:
+    """A byte-size setting as Spark reads it (``134217728``, ``128m``, ``4MB``...)."""
+    text = spark.conf.get(name, None)
+    match = re.fullmatch(r"\s*(\d+)\s*([bkmgtp]?)b?\s*", (text or "").lower())
+    if match is None:
+        return default
+    return max(1, int(match.group(1)) * _UNITS[match.group(2)])

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
+from txsql.engine.schema import quote
 from txsql.errors import SchemaError
 from txsql.planner.dml.jobs import count_job
 from txsql.planner.operations.merge.plan import MergePlan
@@ -224,7 +225,7 @@ def new_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:
     """The rows to write: updated rows' new versions and inserted rows."""
     producing = plan.indexes(actions=("update", "insert"))
     return rows.filter(F.col(ACTION).isin(producing)).select(
-        *[F.col(f"`{c}`") for c in plan.target_columns]
+        *[F.col(quote(c)) for c in plan.target_columns]
     )
 
 

@@ -159,7 +159,9 @@ def classify(
     if drop_deleted is not None:
         assert join in ("inner", "left"), "deleted rows dropped after a preserving join"
         joined = drop_deleted(joined)
-    return _classified(plan, joined, matched, action, column_types)
+    return _classified(
+        plan, joined, matched, action, column_types, every_row_matched=join == "inner"
+    )
 
 
 def late_dv_filter(plan: MergePlan, split: bool) -> bool:
@@ -186,6 +188,8 @@ def _classified(
     action: str,
     column_types: dict[str, str],
     only: str | None = None,
+    *,
+    every_row_matched: bool = False,
 ) -> DataFrame:
     """The classify projection; ``matched`` None: rows without a target side, whose
     values come from the ``only`` kind of clause (the others read the target)."""
@@ -210,6 +214,8 @@ def _classified(
         )
         values.append(F.expr(f"CASE {ACTION} {branches} END").alias(column))
     out = joined.select(*ids, F.col(SOURCE_ID), F.col(ACTION), matched.alias(MATCHED_FLAG), *values)
+    if every_row_matched:
+        return out
     return out.filter((F.col(ACTION) >= 0) | F.col(MATCHED_FLAG))
 
 

@@ -20,12 +20,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, MapType
 
+from txsql.engine.scan_columns import sql_type
 from txsql.engine.scan_files import ScanFile, ScanHelpers, sql_long, sql_string
-from txsql.engine.schema import ColumnInfo, TableSchema
+from txsql.engine.schema import ColumnInfo, TableSchema, quote
 from txsql.log.actions import AddFile
 
 if TYPE_CHECKING:
@@ -40,6 +39,22 @@ _LITERAL_FILES = 2048
 def uses_literals(files: Sequence[ScanFile], long_keys: bool) -> bool:
     """True when the constants of ``files`` are map lookups rather than a join."""
     return long_keys and len(files) <= _LITERAL_FILES
+
+
+def constant_lookups(
+    schema: TableSchema, files: Sequence[ScanFile], with_row_ids: bool, h: ScanHelpers
+) -> dict[str, str]:
+    """SQL text looking up each constant of ``files`` on the file key column ``h.key``:
+    ``element_at(map literal, key)`` per partition column (``h.parts[i]``) and, with row
+    ids, for ``_file`` (``h.info_file``). Only when :func:`uses_literals` is true."""
+    crcs = [f.crc for f in files]
+    lookups: dict[str, str] = {}
+    if with_row_ids:
+        lookups[h.info_file] = _lookup(crcs, [f.add.path for f in files], None, h.key)
+    for i, column in enumerate(schema.partition_columns):
+        values = [partition_text(f.add, column.physical_name) for f in files]
+        lookups[h.parts[i]] = _lookup(crcs, values, column, h.key)
+    return lookups
 
 
 def attach_constants(
@@ -57,29 +72,21 @@ def attach_constants(
     """
     if not uses_literals(files, long_keys):
         return _join_constants(spark, df, schema, files, long_keys, with_row_ids, h)
-    crcs = [f.crc for f in files]
-    columns: dict[str, Column] = {}
-    if with_row_ids:
-        columns[h.info_file] = _lookup(crcs, [f.add.path for f in files], None, h.key)
-    for i, column in enumerate(schema.partition_columns):
-        values = [partition_text(f.add, column.physical_name) for f in files]
-        columns[h.parts[i]] = _lookup(crcs, values, column, h.key)
-    return df.withColumns(columns)
+    lookups = constant_lookups(schema, files, with_row_ids, h)
+    return df.withColumns({name: F.expr(text) for name, text in lookups.items()})
 
 
-def _lookup(
-    crcs: list[int], values: list[str | None], column: ColumnInfo | None, key: str
-) -> Column:
+def _lookup(crcs: list[int], values: list[str | None], column: ColumnInfo | None, key: str) -> str:
     """``element_at(map literal, key)``, the map's values typed like ``column``."""
     pairs = ", ".join(
         f"{sql_long(crc)}, {'CAST(NULL AS STRING)' if v is None else sql_string(v)}"
         for crc, v in zip(crcs, values)
     )
-    table = F.expr(f"map({pairs})")
+    table = f"map({pairs})"
     if column is not None:
         # Cast the whole map, a literal Spark folds once per query, not each row's value.
-        table = table.cast(MapType(LongType(), column.logical_type, True))
-    return F.element_at(table, F.col(f"`{key}`"))
+        table = f"CAST({table} AS MAP<BIGINT, {sql_type(column.logical_type)}>)"
+    return f"element_at({table}, {quote(key)})"
 
 
 def _join_constants(

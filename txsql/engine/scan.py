@@ -144,26 +144,24 @@ import json
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from txsql.engine import dv_filter
-from txsql.engine.file_constants import attach_constants
+from txsql.engine.file_constants import attach_constants, constant_lookups, uses_literals
 from txsql.engine.scan_cache import ScanCache
+from txsql.engine.scan_columns import select_output, with_helpers
 from txsql.engine.scan_files import (
     FILE_COLUMN,
     ROW_INDEX_COLUMN,
     ScanFile,
     ScanHelpers,
     is_present,
-    metadata_field,
     raise_missing,
     read_files,
     resolve_path,
     row_id_columns,
 )
-from txsql.engine.schema import TableSchema, quote, table_schema
+from txsql.engine.schema import TableSchema, table_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -242,28 +240,25 @@ def _plan_scan(
     constants = with_row_ids or bool(schema.partition_columns)
     plain = [f for f in files if f.add.deletion_vector is None]
     deleted = [f for f in files if f.add.deletion_vector is not None]
-    parts: list[tuple[DataFrame, list[ScanFile]]] = []
-    for group in (plain, deleted):
-        if group:
-            parts.append((read_files(spark, schema, group), group))
+    parts = [(read_files(spark, schema, group), group) for group in (plain, deleted) if group]
     scanned = [f for _, group in parts for f in group]
     long_keys = len({f.crc for f in scanned}) == len(scanned)
+    # Both sides of the union get the same helper columns (a row index read for nothing
+    # costs nothing measurable, and Spark prunes it where no one uses it).
+    key, row = constants or bool(deleted), with_row_ids or bool(deleted)
     frames = []
     for df, group in parts:
-        has_dvs = group[0].add.deletion_vector is not None
-        if constants or has_dvs:
-            df = df.withColumn(h.key, _file_key(metadata_field(df, "file_path"), long_keys))
-        if with_row_ids or has_dvs:
-            df = df.withColumn(h.row, metadata_field(df, "row_index"))
-        if has_dvs:
+        df = with_helpers(df, schema, h, key=key, row=row, long_keys=long_keys)
+        if group is deleted:
             df = dv_filter.drop_deleted(spark, df, group, snapshot.table_root, long_keys, h)
-            # The plain scan lacks the helper columns the DV filter needed; align both sides.
-            df = df.drop(*([] if constants else [h.key]), *([] if with_row_ids else [h.row]))
         frames.append(df)
     df = reduce(lambda a, b: a.unionByName(b), frames)
-    if constants:
+    lookups: dict[str, str] = {}
+    if constants and uses_literals(scanned, long_keys):
+        lookups = constant_lookups(schema, scanned, with_row_ids, h)
+    elif constants:
         df = attach_constants(spark, df, schema, scanned, long_keys, with_row_ids, h)
-    return df.select(_output_columns(schema, with_row_ids, h))
+    return select_output(df, schema, with_row_ids, h, lookups)
 
 
 def pushed_filters(df: DataFrame) -> list[str]:
@@ -290,24 +285,6 @@ def _scan_key(spark: SparkSession, snapshot: Snapshot, with_row_ids: bool) -> tu
 
 
 _SCAN_CACHE = ScanCache()
-
-
-def _file_key(path: Column, long_keys: bool) -> Column:
-    return F.crc32(path.cast("binary")) if long_keys else path
-
-
-def _output_columns(schema: TableSchema, with_row_ids: bool, h: ScanHelpers) -> list[Column]:
-    out: list[Column] = []
-    partitions = {c.logical_name: i for i, c in enumerate(schema.partition_columns)}
-    for column in schema.columns:
-        if column.is_partition:
-            index = partitions[column.logical_name]
-            out.append(F.col(h.parts[index]).alias(column.logical_name))
-        else:
-            out.append(schema.logical_data_column(column, F.col(quote(column.physical_name))))
-    if with_row_ids:
-        out += [F.col(h.info_file).alias(h.file_out), F.col(h.row).alias(h.row_out)]
-    return out
 
 
 def _empty(

@@ -36,15 +36,16 @@ import numpy as np
 from pyroaring import BitMap64
 
 from txsql.engine.names import fresh_names
+from txsql.engine.scan_files import sql_string
 from txsql.engine.schema import quote
 from txsql.log.actions import AddFile
 from txsql.planner.dml import dv_writes
-from txsql.planner.dml.dv_writes import bitmaps_by_crc, crc_paths, file_crc
+from txsql.planner.dml.dv_writes import bitmaps_by_crc, crc_paths
 from txsql.planner.dml.jobs import count_job
 from txsql.txn.rowlevel import num_records, total_records
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+    from pyspark.sql import DataFrame, Observation, SparkSession
 
 # The message of the raise_error that stops a collection past its cap (never shown to
 # users: the statement falls back to grouping rows in a Python stage).
@@ -56,6 +57,9 @@ _SPLIT_SETTINGS = (
 )
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _ROW_BITS = 32  # an UPDATE key is crc32(file) << 32 | row index
+# A row's position among the rows its task has produced so far (0-based): the partition is
+# in the upper 31 bits of monotonically_increasing_id, the position in the lower 33.
+_POSITION = f"(monotonically_increasing_id() & {(1 << 33) - 1})"
 
 
 def collect_found_rows(
@@ -64,18 +68,17 @@ def collect_found_rows(
     """The rows of ``matched`` as per-file bitmaps, collected by one Spark job without a
     Python stage; None when there are too many for that (the job stopped early) or two
     files share a CRC. ``row_ids`` names the file and row-index columns."""
-    from pyspark.sql import functions as F
-
     crcs = crc_paths(files)
     if crcs is None:
         return None
     file_column, row_column = row_ids
-    row = F.col(quote(row_column))
+    row = quote(row_column)
     total = total_records(files)
     if total is None or total > dv_writes.DIRECT_ROWS:
-        past_cap = _position_in_task() >= _cap(spark, files)
-        row = F.when(~past_cap, row).otherwise(F.raise_error(F.lit(_TOO_MANY)))
-    pairs = matched.select(file_crc(file_column).alias("f"), row.alias("r"))
+        stop = f"raise_error({sql_string(_TOO_MANY)})"
+        row = f"CASE WHEN {_POSITION} < {_cap(spark, files)} THEN {row} ELSE {stop} END"
+    # SQL text: one call to the JVM, where a Column costs one per function.
+    pairs = matched.selectExpr(f"{_crc_sql(file_column)} AS f", f"{row} AS r")
     try:
         table = count_job(pairs.toArrow)
     except Exception as error:
@@ -94,10 +97,11 @@ class RowObserver:
         may_overflow: Whether the list of keys can miss rows (a task may match more than
             its cap); only then may :meth:`found` return None, so only then must the
             caller keep the rows (persist) for a second job.
+        key_sql: The SQL text of a row's key (NULL past the cap).
     """
 
     may_overflow: bool
-    key: Column
+    key_sql: str
     observation: Observation
     crcs: dict[int, str]
 
@@ -107,11 +111,11 @@ class RowObserver:
 
         # The key is a column first: Spark evaluates observed aggregates without
         # initialising a non-deterministic input (the position in the task) itself.
-        (name,) = fresh_names(["_txsql_found_key"], rows.columns)
-        keyed = rows.withColumn(name, self.key)
-        count = F.count(F.lit(1)).alias("n")
-        listed = F.collect_list(F.col(quote(name))).alias("keys")
-        return keyed.observe(self.observation, count, listed).drop(name)
+        name = quote(fresh_names(["_txsql_found_key"], rows.columns)[0])
+        keyed = rows.selectExpr("*", f"{self.key_sql} AS {name}")
+        # collect_list skips the NULL keys of rows past the cap.
+        metrics = [F.expr("count(1) AS n"), F.expr(f"collect_list({name}) AS keys")]
+        return keyed.observe(self.observation, *metrics).drop(name)
 
     def found(self) -> dict[str, BitMap64] | None:
         """Per-file bitmaps of the rows observed, or None if the list missed some. Call it
@@ -132,26 +136,23 @@ def row_observer(
     row-index columns); None when a key could name two rows (two files share a CRC, or a
     file's row count is unknown or reaches 2**32)."""
     from pyspark.sql import Observation
-    from pyspark.sql import functions as F
 
     crcs = crc_paths(files)
     counts = [num_records(f.stats) for f in files]
     if crcs is None or any(n is None or n >= 1 << _ROW_BITS for n in counts):
         return None
     file_column, row_column = row_ids
-    key = F.shiftleft(file_crc(file_column), _ROW_BITS).bitwiseOR(F.col(quote(row_column)))
+    key = f"(shiftleft({_crc_sql(file_column)}, {_ROW_BITS}) | {quote(row_column)})"
     may_overflow = sum(n or 0 for n in counts) > dv_writes.DIRECT_ROWS
-    if may_overflow:  # collect_list skips the NULLs of rows past the cap
-        key = F.when(_position_in_task() < _cap(spark, files), key)
+    if may_overflow:
+        key = f"CASE WHEN {_POSITION} < {_cap(spark, files)} THEN {key} END"
     observation = Observation(f"txsql_found_rows_{uuid.uuid4().hex}")
     return RowObserver(may_overflow, key, observation, crcs)
 
 
-def _position_in_task() -> Column:
-    """The row's position among the rows its task has produced so far (0-based)."""
-    from pyspark.sql import functions as F
-
-    return F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+def _crc_sql(file_column: str) -> str:
+    """:func:`~txsql.planner.dml.dv_writes.file_crc` as SQL text."""
+    return f"crc32(CAST({quote(file_column)} AS BINARY))"
 
 
 def _cap(spark: SparkSession, files: Sequence[AddFile]) -> int:

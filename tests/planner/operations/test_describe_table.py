@@ -74,3 +74,34 @@ def test_describe_errors(spark: Any, tmp_path: Path) -> None:
     s.sql("CREATE SCHEMA s1")
     s.sql("CREATE TABLE s1.t (a INT)")
     assert [r.col_name for r in s.sql("SHOW COLUMNS FROM t IN s1").df.collect()] == ["a"]
+
+
+def test_describe_history_is_collected_without_a_spark_job(spark: Any, tmp_path: Path) -> None:
+    """The history rows are local data in the plan: no job to read them back (on a tiny
+    table that job cost more than the rest of the statement). The values are those of the
+    commit files themselves, read as JSON here."""
+    import json
+    import uuid
+
+    s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id BIGINT, p STRING) PARTITIONED BY (p)")
+    s.sql("INSERT INTO t VALUES (1, 'x'), (2, 'y')")
+    s.sql("DELETE FROM t WHERE id = 2")
+    sc: Any = spark.sparkContext
+    group = f"txsql-history-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "history")
+    try:
+        rows = s.sql("DESCRIBE HISTORY t").df.collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert sc.statusTracker().getJobIdsForGroup(group) == []
+    log = Path(s.table("t").location) / "_delta_log"
+    for row in rows:
+        lines = (log / f"{row.version:020d}.json").read_text().splitlines()
+        info = next(json.loads(x)["commitInfo"] for x in lines if "commitInfo" in x)
+        assert row.operation == info["operation"]
+        # The commit's time (the file's, or the in-commit timestamp), near commitInfo's.
+        assert abs(row.timestamp.timestamp() * 1000 - info["timestamp"]) < 60_000
+        assert row.operationMetrics == {k: str(v) for k, v in info["operationMetrics"].items()}
+        assert row.isBlindAppend == info.get("isBlindAppend")
+    assert [r.operation for r in rows] == ["DELETE", "WRITE", "CREATE TABLE"]

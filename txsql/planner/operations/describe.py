@@ -103,13 +103,13 @@ def history_rows(log: DeltaLog, limit: int | None = None) -> list[dict[str, Any]
             {
                 "version": record.version,
                 "timestamp": dt.datetime.fromtimestamp(record.timestamp / 1000, dt.timezone.utc),
-                "userId": extra.get("userId"),
-                "userName": extra.get("userName"),
+                "userId": _text(extra.get("userId")),
+                "userName": _text(extra.get("userName")),
                 "operation": info.operation if info else None,
                 "operationParameters": _strings(info.operation_parameters if info else None),
                 "job": _text(extra.get("job")),
                 "notebook": _text(extra.get("notebook")),
-                "clusterId": extra.get("clusterId"),
+                "clusterId": _text(extra.get("clusterId")),
                 "readVersion": info.read_version if info else None,
                 "isolationLevel": info.isolation_level if info else None,
                 "isBlindAppend": info.is_blind_append if info else None,
@@ -122,8 +122,39 @@ def history_rows(log: DeltaLog, limit: int | None = None) -> list[dict[str, Any]
 
 
 def history_dataframe(spark: SparkSession, log: DeltaLog, limit: int | None = None) -> DataFrame:
-    rows: list[Any] = list(history_rows(log, limit))
-    return spark.createDataFrame(rows, HISTORY_SCHEMA)
+    """The commits as a DataFrame of local rows: built from Arrow, Spark keeps them as a
+    local relation in the plan, and collecting it runs no Spark job (a list of Python rows
+    becomes a parallelized RDD, and every collect of it a job)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(history_rows(log, limit), schema=_history_arrow_schema())
+    return spark.createDataFrame(table, HISTORY_SCHEMA)
+
+
+def _history_arrow_schema() -> Any:
+    """:data:`HISTORY_SCHEMA` in Arrow."""
+    import pyarrow as pa
+
+    text, texts = pa.string(), pa.map_(pa.string(), pa.string())
+    return pa.schema(
+        [
+            ("version", pa.int64()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("userId", text),
+            ("userName", text),
+            ("operation", text),
+            ("operationParameters", texts),
+            ("job", text),
+            ("notebook", text),
+            ("clusterId", text),
+            ("readVersion", pa.int64()),
+            ("isolationLevel", text),
+            ("isBlindAppend", pa.bool_()),
+            ("operationMetrics", texts),
+            ("userMetadata", text),
+            ("engineInfo", text),
+        ]
+    )
 
 
 def _strings(values: dict[str, Any] | None) -> dict[str, str] | None:

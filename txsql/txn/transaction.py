@@ -244,6 +244,7 @@ class Transaction:
         except BaseException:
             self._state = "failed"
             if loop.outcome_unknown:
+                self._state = "unknown"
                 self.written.take(close=True)  # it may have landed: VACUUM decides later
             else:
                 self._delete_written()
@@ -278,8 +279,15 @@ class Transaction:
 
     @property
     def state(self) -> str:
-        """``open``, ``committed``, ``skipped``, ``rolled back``, ``aborted`` or ``failed``."""
+        """``open``, ``committed``, ``skipped``, ``rolled back``, ``aborted``, ``failed``
+        or ``unknown`` (the commit failed during its put: it may have landed)."""
         return self._state
+
+    @property
+    def may_have_committed(self) -> bool:
+        """Whether a commit of this transaction is or may be in the log: its files must
+        then stay (VACUUM removes them later if nothing names them)."""
+        return self._state in ("committed", "skipped", "unknown")
 
     def __enter__(self) -> Transaction:
         return self

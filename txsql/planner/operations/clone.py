@@ -128,6 +128,8 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
         metrics = _metrics(source, copies)
         committed = ctx.commit(txn, "CLONE", _parameters(statement, source), metrics)
     except BaseException:
+        if txn.may_have_committed:
+            raise  # the put failed midway: the clone may exist and name its copies
         copies.delete()  # never committed: nobody references the copies
         if entry is not None:
             with contextlib.suppress(OSError):

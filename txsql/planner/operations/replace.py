@@ -119,6 +119,8 @@ def replace_table(ctx: RunContext, statement: CreateTable, text: str, log: Delta
             write_metrics(adds) if df is not None else {},
         )
     except BaseException:
+        if txn.may_have_committed:
+            raise  # the put failed midway: the new version may name our files
         delete_files(log.table_root, adds)  # never committed: nobody references them
         if txn.state == "open":
             txn.rollback()

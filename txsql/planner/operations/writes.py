@@ -116,6 +116,8 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 operation, parameters, write_metrics(adds) if df is not None else {}
             )
         except BaseException as exc:
+            if txn.may_have_committed:
+                raise  # the put failed midway: the table may exist and name our files
             # Our files were never committed: nobody else can reference them.
             delete_files(log.table_root, adds)
             release_location(location, remove_root=not root_existed)

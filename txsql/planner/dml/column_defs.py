@@ -302,9 +302,9 @@ def refuse_identity_updates(
         IdentityColumnError: an identity column is assigned.
         GeneratedColumnMismatchError: a generated column is assigned.
     """
-    # MERGE keeps a qualified `t.col` as written: compare the last name part.
-    assigned = {c.split(".")[-1].strip("`").lower() for c in columns}
-    for field in schema_json.get("fields", []):
+    fields = schema_json.get("fields", [])
+    assigned = {_assigned_column(c, fields) for c in columns}
+    for field in fields:
         meta = field.get("metadata") or {}
         if field["name"].lower() not in assigned:
             continue
@@ -321,8 +321,17 @@ def refuse_identity_updates(
             )
 
 
+def _assigned_column(column: str, fields: list[dict[str, Any]]) -> str:
+    """The lower-cased top-level name ``column`` assigns: a resolved name as is (it may
+    hold a dot: `` `dot.col` ``), else the last part of a qualified name as written
+    (MERGE keeps ``t.`dot.col``` as written)."""
+    if any(f["name"].lower() == column.lower() for f in fields):
+        return column.lower()
+    return exp.to_column(column, dialect=SPARK).parts[-1].name.lower()
+
+
 def _generated(column: str, fields: list[dict[str, Any]]) -> bool:
-    name = column.split(".")[-1].strip("`").lower()
+    name = _assigned_column(column, fields)
     return any(
         f["name"].lower() == name and rules.GENERATION_KEY in (f.get("metadata") or {})
         for f in fields

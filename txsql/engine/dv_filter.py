@@ -39,15 +39,15 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # Deleted rows up to which the filter is a literal IN set: parsing and analysing the SQL
-# text costs ~0.15 s per 1000 keys on a loaded local[2] (once per planned scan), about
-# what the broadcast job it replaces costs per query.
+# text (once per planned scan) grows with the keys and passes the cost of the broadcast
+# job it replaces at about this many (benchmarks/README.md, "Literal IN set vs anti-join").
 _LITERAL_KEYS = 1000
 # DV files per expansion task: enough to amortise a Python task, few enough to parallelise.
 _DVS_PER_TASK = 32
 # Deleted rows up to which the driver's keys stay a local relation in the plan: its
-# broadcast runs no job, while a checkpoint costs one (first query at 50k keys, 5M rows:
-# 0.4-0.6 s vs 0.5-0.7 s with the checkpoint, later queries alike). Above, re-analysing
-# the rows in every query costs more than the checkpoint.
+# broadcast runs no job, while a checkpoint costs one. Above, re-analysing the rows in
+# every query costs more than the checkpoint (benchmarks/README.md, "Where the deleted-row
+# keys are expanded").
 _LOCAL_RELATION_ROWS = 100_000
 # Deleted rows up to which the driver expands DVs itself (8 bytes each, for one moment):
 # beyond it the expansion runs on the executors, so driver memory stays bounded.
@@ -105,7 +105,7 @@ def _deleted_rows(
         local = spark.createDataFrame(table)
         if cardinality > _LOCAL_RELATION_ROWS:
             # Checkpointed: a DataFrame made from local data carries the rows in its plan,
-            # and every later query would re-analyse them (1.7 vs 0.9 s at 200k keys).
+            # and every later query would re-analyse them.
             local = local.localCheckpoint(eager=True)
         return _DV_CACHE.put(cache_key, local, cardinality, persist=False)
     source = spark.createDataFrame(_descriptor_table(files))

@@ -6,12 +6,12 @@ lookup on the row's file key ``crc32(_metadata.file_path)``:
 
 * up to ``_LITERAL_FILES`` files (and distinct CRCs), a map literal per constant,
   ``element_at(map(crc1, v1, ...), key)``: Spark folds the map once per query, no join and
-  no broadcast job (a broadcast join costs one Spark job per query, which made a 1-row
-  DELETE run two), and a query that does not use a constant (``count()``, ``sum(x)``)
-  prunes its lookup entirely. Measured on 2M rows: 0.04-0.05 s per query with 32, 500 or
-  2000 map entries, i.e. no per-row cost that grows with the files;
-* above it (or if two paths share a CRC), the old broadcast join with a per-file table,
-  keyed by the CRC (or the path string on a collision).
+  no broadcast job (a broadcast join costs one Spark job per query: a 1-row DELETE would
+  run two), and a query that does not use a constant (``count()``, ``sum(x)``) prunes its
+  lookup entirely. A lookup costs the same with 32 or 2000 entries (figures in
+  ``benchmarks/README.md``, "Per-file constants");
+* above it (or if two paths share a CRC), a broadcast join with a per-file table, keyed
+  by the CRC (or the path string on a collision).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 # Files up to which constants are map literals: the SQL text grows ~100 bytes per file and
 # per constant, parsed once per planned scan; beyond it the per-file table is joined.
-# Measured up to 2000 entries (2M rows: 0.04-0.3 s a query whatever the size, loaded machine).
 _LITERAL_FILES = 2048
 
 

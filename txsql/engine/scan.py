@@ -27,113 +27,13 @@ file_constants for partition values and ``_file``, dv_filter for deleted rows):
   a notebook querying the same version again skips the file listing and per-file tables;
   only the data files' presence is re-checked (``os.path.isfile``).
 
-Strategy measurements (``local[2]``, 5M rows (id, value, name) in 32 files, 1 % random
-rows deleted in every file; warm best-of-5 seconds, the plain ``spark.read.parquet`` scan of
-the same files in brackets; count / sum(value)):
-
-* anti-join on (file_path string, row_index), DVs expanded per query:  1.2-1.5 / 1.2-1.3
-  [0.18-0.22 / 0.30]
-* anti-join on one long key ``crc32(path) << 32 | row_index``:  ~1.5 / ~1.4 uncached; the
-  fixed cost of the Python stage expanding the DVs (0.4-0.6 s) dominates, so the expanded
-  keys are cached per (session, files, DV ids): then 0.63 / 0.64 [0.22 / 0.29], i.e.
-  2.9x / 2.2x, plus ~0.1 s to plan a scan (``inputFiles``, per-file tables)
-* per-batch bitmap filtering in ``mapInArrow`` (all columns through Python): 10.3 / 6.8
-* scalar pandas UDF filter on (file_path, row_index) (only those go through Python): 10.5 / 6.0
-
-Round 2 (issue 10), same table shape; the machine was shared with ~8 other Spark jobs
-(load average 9-35 on 2 cores), so absolute seconds are inflated and noisy, and only
-ratios measured in one run mean much:
-
-* ``NOT (key IN (...))`` as one filter (Spark's ``InSet``), the set written as SQL text:
-  10.7 s only to parse and analyse 50k literals (a ``Column`` per literal from Python is a
-  Py4J call each, slower still); rejected. Spark has no cheap way to ship a large literal
-  set from Python, so the broadcast anti-join stays.
-* ``_metadata.file_size`` instead of ``crc32(path)`` as the file key: computing the key
-  over 2M rows 0.365 vs 0.374 s (no gain) and sizes collide (28 distinct in 31 files);
-  rejected.
-* The floor of any row-level DV filter: counting 2M rows with ``row_index`` in the scan
-  costs 0.41 s vs 0.22 s for a plain count (which decodes no column at all), so count
-  cannot reach 1.3x while the DVs are applied row by row; the anti-join adds ~0.15 s more.
-* Expanding DVs on the driver instead of in a Python stage: first query of a version
-  15.6 -> 5.9 s (2M rows, 31 files, 1 %, loaded machine); warm queries unchanged (1.03 /
-  0.91 old, 1.10 / 0.74 new [0.42 / 0.75]). But a DataFrame made from driver data keeps
-  the rows in its plan and every query re-analyses them: at 10 % (200k keys, 2M rows) warm
-  count 1.70 s vs 0.90 s for executor expansion. Local-checkpointing the keys (the plan
-  keeps only a reference) removed that gap (2.01 vs 2.02 s in a noisier run), so
-  driver-built keys are checkpointed, and above ``_DRIVER_EXPANSION_ROWS`` (1M) the
-  executors expand.
-* Planning a scan cost 0.6-1.7 s under that load (``spark.read`` listing, ``inputFiles``,
-  per-file tables); the plan cache makes it ~0 for a repeated version.
-* ``benchmarks/scan.py`` end to end (5M rows, 32 files, loaded machine; run A without the
-  checkpoint, run B final; the plain scan itself moved 2x between runs): 1 % deleted:
-  count 0.93 / 2.36 [0.37 / 0.72] = 2.5x / 3.3x, sum 1.12 / 1.89 [0.31 / 0.42] = 3.7x /
-  4.6x; 10 % deleted: count 2.64 / 1.59 [0.19 / 0.22] = 14x / 7.2x, sum 2.19 / 1.48
-  [0.37 / 0.27] = 5.9x / 5.4x. The goal (<= 1.3x) is not met. At 10 % the per-query
-  broadcast of 500k keys (read from the cache, build the hash relation, ship it)
-  dominates. Next steps: compact per-file keys (file ordinal * rows + row_index) so the
-  hash relation can use its dense array mode for dense deletes, and answering a bare
-  ``count()`` from the log (numRecords minus DV cardinality) in the planner.
-
-Round 3 (issue 10); the machine was again shared with other helpers' Spark jobs (load
-average 11-25 on 2 cores), so seconds are inflated and noisy:
-
-* Per-file constants as map literals instead of the broadcast join: a 1-row DELETE now runs
-  exactly one Spark job (Spark's own status tracker agrees; before: two, the join's
-  broadcast being the second), also on partitioned tables and after earlier DVs. Lookups
-  in a literal map cost the same per query (0.04-0.05 s on 2M rows) with 32, 500 or 2000
-  entries; parsing the map text is 0.05-0.3 s once per planned scan. With every row
-  looking up a value (2M rows, key = id % n, sum of the value's length): 0.35 / 0.74 /
-  1.11 / 0.23 s for 1 / 32 / 256 / 1024 entries (load average 17: noise, no growth with
-  the map), so up to ``_LITERAL_FILES`` (2048) files the map is used.
-* Spark lists more than 32 given paths with a parallel-listing job of its own; the paths
-  are files the log names, so the scan raises that threshold while it reads (the driver
-  stats them, milliseconds for thousands of local files): a DELETE touching 40 files ran
-  two jobs, now one.
-* Few deleted rows (<= ``_LITERAL_KEYS``, 1000) as a literal ``IN`` set: no broadcast, so
-  no job. Building the filter: 0.16 s at 1000 keys, 0.35 s at 5000, 0.45 s at 20000 (once
-  per planned scan); a count of 2M rows through it 0.19 s at 1000 keys, 0.63 s at 20000.
-  ``TXSQL_BENCH_STRATEGIES=1 benchmarks/scan.py 1000000`` (1M rows, 32 files), warm
-  count, literal vs anti-join: 1000 keys 0.20 vs 0.26 s, 5000 keys 0.23 vs 0.12 s, 20000
-  keys 0.60 vs 0.24 s; hence the threshold of 1000. Rows per ``_file`` (a query that uses
-  the constant), map literal vs join: 0.40 / 0.35 / 0.30 vs 0.33 / 0.67 / 0.31 s, i.e. no
-  cost per query and one job fewer. At 2 % deleted of 1M rows the default scan was 1.8x
-  (count) and 1.35x (sum) a plain scan.
-* Rejected: the deleted rows as per-file bit sets in a literal, tested per row with
-  ``get(array<bigint> words, row >> 6)``: 1.5 MB of SQL text for 5M rows, 10.8 s to plan
-  and 2.7 s per count [plain 0.15]; the same with one binary literal per file (7 bits a
-  byte, ``ascii(substring(bits, row / 7 + 1, 1))``): 0.5 s to plan but 3.1 s per count
-  [plain 0.82]. Spark has no cheap scalar bit test on a binary.
-* Dense hash keys (file ordinal instead of CRC) were not pursued: Spark's
-  ``LongHashedRelation`` only switches to its dense array when the key range is below
-  the number of keys (or 1024), i.e. nearly every row deleted.
-* ``benchmarks/scan.py`` (5M rows, 32 files; the DV filter there is the anti-join, more
-  than 1000 keys): 1 % deleted: count 1.05 [0.30] = 3.5x, sum 0.85 [0.26] = 3.3x;
-  10 % deleted: count 4.00 [0.46] = 8.7x, sum 2.41 [0.28] = 8.5x; a second run: 1 %:
-  count 1.55 [0.44] = 3.5x, sum 1.07 [0.37] = 2.9x; 10 %: count 1.35 [0.21] = 6.5x, sum
-  2.20 [0.20] = 10.9x. Strategies in that run (1 %, 50k keys): count with the anti-join
-  0.95 s vs a literal IN set 1.83 s (plus 4.3 s to plan it); rows per ``_file`` with the
-  join 1.52 s vs map literals 2.46 s, but 2.68 s vs 1.52 s in a later run (2M rows,
-  0.01 % deleted): no consistent difference under this load. The goal (<= 1.3x) is
-  still not met for these fractions: the floor is the per-row work a plain count does not
-  do at all (row index, key, probe) plus, at 10 %, the per-query broadcast of 500k keys.
-  Next step: answer a bare ``count()`` from the log (numRecords minus DV cardinality) in
-  the planner (done: ``SELECT COUNT(*)`` runs no job).
-
-Round 4 (issue 10), idle machine, same table shape, best of 7 (plain scan in brackets):
-
-* Reading ``row_index`` and computing the long key cost nothing measurable: count 0.21 s
-  with the row index vs 0.21 s plain, a sum 0.23 vs 0.22 s with the key. The whole
-  difference is the anti-join's probe (and, at 10 %, the broadcast job).
-* Each file's deleted rows as a binary literal (``F.lit(bytes)``: one Py4J call a file, no
-  SQL text), 7 rows a byte, looked up by ``element_at(create_map(crc, bits), key)`` and
-  tested with ``ascii(cast(substring(bits, row / 7 + 1, 1) as string))`` plus a shift:
-  count 0.32 / sum 0.32 s vs the anti-join's 0.28 / 0.31 at 1 % [0.08-0.17 / 0.13-0.16],
-  0.35 / 0.36 vs 0.39 / 0.42 at 10 % [0.09 / 0.12]. One byte a row (``substring(bits,
-  row + 1, 1) != X'01'``): 0.39 / 0.37 at 1 %. A ``CASE`` chain on the file key instead
-  of the map: 0.85 s (Spark computes the CRC again in every branch). The lookup alone
-  (``length(bits) > 0``) is 0.22 s, so a per-row bit test in Spark's expressions costs
-  about what the probe does; kept the anti-join. Delta Spark tests the bit inside its
-  Parquet reader (JVM code) and does not pay it.
+Why these strategies (measurements and the command that reproduces them:
+``benchmarks/README.md``, "Scans with deletion vectors"): rows crossing into Python
+(``mapInArrow``, pandas UDFs) cost 10x a JVM filter and more, so deleted rows are dropped in
+the JVM (Python at most expands a version's keys once); a literal ``IN`` set runs no
+Spark job but its SQL text costs planning time that grows with the keys, so it is kept
+for few keys; a broadcast join costs one job per query, so per-file constants are map
+literals while their text stays small.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The columns of a scan as SQL text: one ``selectExpr`` instead of a py4j call per part.
 
 Every piece of a PySpark ``Column`` (``F.col``, ``.cast``, ``.alias``, ``F.crc32``...) is a
-round trip to the JVM on classic PySpark, two or three for a function: the scan of a
-4-column table cost ~100 round trips to name its columns and ~50 more for its helper
-columns, as many as the rest of a statement together and 2-3x the whole of plain Spark's
-read-filter-write (about 0.1 ms each on an idle machine, far more on a loaded one). A
-``selectExpr`` takes the same columns as text, parsed once by the JVM.
+round trip to the JVM on classic PySpark, two or three for a function: built from
+``Column`` pieces, the scan of a 4-column table takes ~100 round trips to name its columns
+and ~50 more for its helper columns, as many as the rest of a statement together (about
+0.1 ms each on an idle machine, far more on a loaded one; figures in
+``benchmarks/README.md``, "Point DML and JVM round trips"). A ``selectExpr`` takes the
+same columns as text, parsed once by the JVM.
 
 A data column named ``_metadata`` would shadow Spark's hidden ``_metadata`` struct in SQL
 text, so such tables keep the ``Column`` API for the helper columns

@@ -6,9 +6,9 @@ pairs that become deletion vectors. :func:`~txsql.planner.dml.dv_writes.mark_row
 collects them as Arrow (no Python stage) only when the scanned files hold at most
 ``DIRECT_ROWS`` rows; above, each task groups its pairs into bitmaps in a Python stage
 (``mapInArrow``), which costs a Python worker per task whatever the number of pairs. That
-bound is on the files, not on the matches, so a point DELETE cost ~4x more on two 10M-row
-files than on ten 500k-row files (Spark's Parquet reader skips all but one page of 20k rows
-either way). Here the bound is on the matches, checked by Spark while the job runs:
+bound is on the files, not on the matches, so alone it would make a point DELETE cost more
+on big files than on small ones, although Spark's Parquet reader skips all but one page of
+20k rows either way. Here the bound is on the matches, checked by Spark while the job runs:
 
 * :func:`collect_found_rows` (DELETE): one job collects ``(crc32(file), row index)`` as
   Arrow. When the files may hold more than ``DIRECT_ROWS`` rows, each row's position among

@@ -1,4 +1,4 @@
-"""The layer rules of DESIGN.md §1, checked on the source (no import-linter needed)."""
+"""The layer rules of ARCHITECTURE.md, "Layers", checked on the source (no import-linter)."""
 
 from __future__ import annotations
 

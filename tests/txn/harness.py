@@ -108,7 +108,10 @@ class Lab:
         return set(read_deletion_vector(add.deletion_vector, ROOT, self.fs))
 
     def dv_delete(self, add: AddFile, rows: Iterable[int]) -> list[Action]:
-        """What a merge-on-read DELETE of ``rows`` of ``add`` commits (protocol §3.9)."""
+        """What a merge-on-read DELETE of ``rows`` of ``add`` commits.
+
+        ARCHITECTURE.md, "What a DML commits".
+        """
         old = BitMap64(self.deleted_rows(add))
         merged = old | BitMap64(rows)
         remove = add.to_remove(timestamp=2)

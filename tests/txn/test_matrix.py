@@ -1,4 +1,4 @@
-"""The write-conflict matrix of reference/isolation-and-concepts.md §2 as a table.
+"""The write-conflict matrix of Databricks' isolation-level documentation as a table.
 
 Table: partitioned by ``x``; partition x=1 holds file f1 with ids 0..9 (row index = id),
 x=2 holds f2 with ids 10..19. Our statement targets id 3. The winner targets:
@@ -14,8 +14,10 @@ Columns of each expectation: WriteSerializable/row-level, Serializable/row-level
 WriteSerializable/file-level, Serializable/file-level ("ok" = our commit lands).
 
 Where txsql differs from Databricks' published matrix: DML vs OPTIMIZE on the same files
-conflicts in txsql (Databricks: only with ZORDER) because txsql does not yet translate
-row positions through a compaction (DESIGN.md §4); it is Delta OSS's behaviour.
+conflicts here (Databricks: only with ZORDER) because this OPTIMIZE records no row map, as
+another engine's would not; txsql translates row positions only through its own
+compactions (ARCHITECTURE.md, "Compaction and DML"; tests/txn/test_compaction_races.py).
+Without a row map it is Delta OSS's behaviour.
 """
 
 from __future__ import annotations
@@ -192,7 +194,8 @@ def test_write_conflict_matrix(
 )
 @pytest.mark.parametrize("row_level", [True, False])
 def test_long_delete_vs_insert_example(level: str, conflicts: bool, row_level: bool) -> None:
-    """§1: a DELETE and an INSERT start from v0; INSERT commits v1; the DELETE tries v2."""
+    """A DELETE and an INSERT start from v0; INSERT commits v1; the DELETE tries v2
+    (ARCHITECTURE.md, "Conflict checks": the example that tells the levels apart)."""
     lab = Lab(isolation=level, row_level=row_level)
     f = lab.file("f", range(10))
     lab.commit([f], blind=True)

@@ -1,4 +1,7 @@
-"""The 40 acceptance scenarios of reference/delta-protocol.md §6, step by step.
+"""40 conflict scenarios from Delta Spark's optimistic-transaction test suites, step by step.
+
+The scenarios come from ``OptimisticTransactionSuite`` and ``OptimisticTransactionLegacyTests``
+in delta-io/delta; the checker's order and modes are in ARCHITECTURE.md, "Conflict checks".
 
 Each scenario builds a table, starts *our* transaction (pins its snapshot, records its
 reads, stages its actions), lets the concurrent *winner* commit, then commits ours. Every

@@ -1,10 +1,11 @@
 """Change data feed I/O: reading a version range's row changes, writing ``_change_data/``.
 
-Reading follows the protocol's rule (reference/delta-table-features.md §1.4-1.5): a version
-with ``cdc`` actions changed exactly the rows of its change files; any other version's
-changes are derived from its data-changing ``add``/``remove`` actions. A path removed and
-re-added in the same version (a deletion-vector update) changed only the rows its two DVs
-differ in: rows in the new DV and not the old one were deleted, the reverse re-inserted.
+Reading follows the protocol's rule (PROTOCOL.md "Change Data Files", "Add CDC File";
+ARCHITECTURE.md, "Change data feed"): a version with ``cdc`` actions changed exactly the
+rows of its change files; any other version's changes are derived from its data-changing
+``add``/``remove`` actions. A path removed and re-added in the same version (a
+deletion-vector update) changed only the rows its two DVs differ in: rows in the new DV and
+not the old one were deleted, the reverse re-inserted.
 
 Writing: DML on a CDF table writes its change rows (table columns + ``_change_type``) as
 Parquet under ``_change_data/`` and returns ``cdc`` actions for the same commit.

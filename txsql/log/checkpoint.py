@@ -2,7 +2,8 @@
 
 A checkpoint is the reconciled table state at one version: one row per action, one struct
 column per action type. Written checkpoints use exactly the column order and types Delta
-Spark writes (reference §1.4) so DuckDB's delta extension and ``deltalake`` read them.
+Spark writes (PROTOCOL.md "Checkpoint Schema") so DuckDB's delta extension and
+``deltalake`` read them.
 """
 
 from __future__ import annotations

@@ -224,7 +224,7 @@ def physical_name(field: StructField, mode: str) -> str:
     return field.name
 
 
-# --- partition values (protocol §2.10) ---------------------------------------------------
+# --- partition values (PROTOCOL.md "Partition Value Serialization") ---------------------
 
 _INTEGRAL = frozenset(("long", "integer", "short", "byte"))
 _TIMESTAMP = re.compile(

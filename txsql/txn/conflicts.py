@@ -1,8 +1,9 @@
 """Check one winning commit against our transaction, in Delta Spark's order.
 
-Order (reference/delta-protocol.md §5.4): protocol -> metadata -> domain metadata -> app
-ids -> files added that we should have read -> files deleted that we read -> files both
-deleted. Steps 1-4 live in :mod:`txsql.txn.table_rules`. Steps 5-7 come in two modes:
+Order (Delta Spark's ``ConflictChecker``; ARCHITECTURE.md, "Conflict checks"): protocol ->
+metadata -> domain metadata -> app ids -> files added that we should have read -> files
+deleted that we read -> files both deleted. Steps 1-4 live in :mod:`txsql.txn.table_rules`.
+Steps 5-7 come in two modes:
 
 * file level (``txsql.rowLevelConcurrency=false``, the default without DVs): exactly Delta
   Spark — partition predicates against the winner's partition values, paths against paths;

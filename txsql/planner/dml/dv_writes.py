@@ -2,8 +2,8 @@
 the driver), or copy-on-write.
 
 DELETE, UPDATE and MERGE all end with "these target rows are gone": a DataFrame of
-``(_file, _row_index)`` pairs. :func:`mark_rows_deleted` turns it into Delta actions
-(reference/delta-protocol.md §3.9):
+``(_file, _row_index)`` pairs. :func:`mark_rows_deleted` turns it into the actions Delta
+Spark commits (PROTOCOL.md "Deletion Vectors"; ARCHITECTURE.md, "What a DML commits"):
 
 * ONE Spark job. When the matched rows are known to be few (at most ``DIRECT_ROWS``: the
   caller's bound, or the candidate files' ``numRecords``), the job collects them as Arrow,

@@ -1,12 +1,13 @@
 """ALTER TABLE ... ADD/DROP CONSTRAINT and ALTER COLUMN ... SET/DROP NOT NULL|DEFAULT.
 
-Metadata-only commits, as Delta Spark makes them (reference: delta-table-features.md §2,
-§5). ADD CONSTRAINT and SET NOT NULL first check every current row in one Spark job and
-refuse (table unchanged) if any row breaks the new rule; the scan is recorded as a read of
-the whole table, so a concurrent append fails this commit instead of slipping in
-unchecked rows, and this commit's metadata change fails concurrent writers. A rule that
-needs a writer feature the protocol lacks upgrades the protocol in the same commit, and the
-result says so. Later writes enforce the rules (:mod:`txsql.engine.write_rules`).
+Metadata-only commits, as Delta Spark makes them (PROTOCOL.md "CHECK Constraints", "Column
+Invariants", "Default Columns"). ADD CONSTRAINT and SET NOT NULL first check every current
+row in one Spark job and refuse (table unchanged) if any row breaks the new rule; the scan
+is recorded as a read of the whole table, so a concurrent append fails this commit instead
+of slipping in unchecked rows, and this commit's metadata change fails concurrent writers. A
+rule that needs a writer feature the protocol lacks upgrades the protocol in the same
+commit, and the result says so. Later writes enforce the rules
+(:mod:`txsql.engine.write_rules`).
 """
 
 from __future__ import annotations

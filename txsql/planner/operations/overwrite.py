@@ -1,6 +1,7 @@
 """INSERT OVERWRITE (whole table, static and dynamic partitions) and REPLACE WHERE.
 
-What each form removes, and what it records as read (Delta Spark's rules, reference §5.1):
+What each form removes, and what it records as read (what Delta Spark's
+``OptimisticTransaction`` tracks; ARCHITECTURE.md, "Conflict checks"):
 
 * whole table: every file; reads the whole table (predicate TRUE, all files).
 * static ``PARTITION (p = v)``: the files of that partition; reads them with ``p = v``.

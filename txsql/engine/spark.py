@@ -172,7 +172,7 @@ def _python() -> str:
 
 # --- starting Spark in the background at ``%load_ext txsql`` ----------------------------
 
-# Set to "0" to start Spark only when the first statement needs it (the old behaviour).
+# Set to "0" to start Spark only when the first statement needs it (no background start).
 BACKGROUND_START_ENV = "TXSQL_BACKGROUND_START"
 # Either of these means the user wants Spark Connect: never start a local JVM for them.
 _REMOTE_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")

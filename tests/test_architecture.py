@@ -142,6 +142,17 @@ def test_every_dotted_txsql_name_resolves() -> None:
     assert not problems, f"ARCHITECTURE.md names txsql modules that do not exist: {problems}"
 
 
+def test_the_layer_rules_are_the_ones_test_layers_checks() -> None:
+    # tests/test_layers.py is the source of truth; the document states the same order.
+    from tests.test_layers import FORBIDDEN_BELOW_ENGINE, LOWER_LAYERS, ORDER
+
+    text = " ".join(DOCUMENT.read_text().split())
+    assert "the order " + ", ".join(ORDER) + ":" in text
+    lower = ", ".join(f"`txsql/{layer}`" for layer in LOWER_LAYERS[:-1])
+    assert f"{lower} and `txsql/{LOWER_LAYERS[-1]}` never import" in text
+    assert ", ".join(FORBIDDEN_BELOW_ENGINE[:-1]).lower() in text.lower()
+
+
 @pytest.mark.parametrize(
     ("text", "bad"),
     [

@@ -569,6 +569,29 @@ class TransactionAbortedError(TransactionError):
         )
 
 
+class TableNotEnrolledError(TransactionError):
+    """A transaction writes several tables and one of them is not enrolled in multi-table
+    transactions (``txsql.multiTableTransactions``); refused before anything is staged.
+
+    Attributes:
+        tables: the names of the tables that are not enrolled.
+    """
+
+    def __init__(self, tables: tuple[str, ...], statement: str = "") -> None:
+        self.tables = tables
+        alters = "; ".join(
+            f"ALTER TABLE {t} SET TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')"
+            for t in tables
+        )
+        shown = ", ".join(tables)
+        super().__init__(
+            f"a transaction writing several tables needs each one enrolled in multi-table "
+            f"transactions; {shown} is not{statement}",
+            hint=f"ROLLBACK, then run {alters} (other Delta writers can no longer write an "
+            f"enrolled table), and run the transaction again.",
+        )
+
+
 RowDetails = tuple[dict[str, Any], ...]
 
 
@@ -750,6 +773,7 @@ __all__ = [
     "StorageWriteError",
     "TableCreatedConcurrentlyError",
     "TableExistsError",
+    "TableNotEnrolledError",
     "TableNotFoundError",
     "TransactionAbortedError",
     "TransactionError",

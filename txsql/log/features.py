@@ -40,7 +40,24 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
+    | {"txsqlMultiTableTransactions"}
 )
+
+# Enrolment in txsql's multi-table transactions (txsql.txn.coordinator). The property turns
+# it on; the writer-only feature makes writers that do not know it (deltalake, Delta Spark)
+# refuse to commit behind the coordinator's back. Not a reader feature: every reader reads.
+MULTI_TABLE_PROPERTY = "txsql.multiTableTransactions"
+MULTI_TABLE_FEATURE = "txsqlMultiTableTransactions"
+
+
+def multi_table_enrolled(configuration: Mapping[str, str]) -> bool:
+    """Whether the table commits through the multi-table coordinator.
+
+    >>> multi_table_enrolled({"txsql.multiTableTransactions": "TRUE"})
+    True
+    """
+    return configuration.get(MULTI_TABLE_PROPERTY, "").strip().lower() == "true"
+
 
 _LEGACY_WRITER = (
     (2, ("appendOnly", "invariants")),
@@ -288,7 +305,9 @@ def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
     >>> upgrade_for_metadata(Protocol(1, 3), m)
     Protocol(min_reader_version=1, min_writer_version=3, reader_features=None, writer_features=None, extra=None)
     """  # noqa: E501
-    used = column_rules.features_used(metadata) - {"allowColumnDefaults"}
+    used = set(column_rules.features_used(metadata)) - {"allowColumnDefaults"}
+    if multi_table_enrolled(metadata.configuration):
+        used.add(MULTI_TABLE_FEATURE)
     # Column types too (TIMESTAMP_NTZ anywhere in the schema needs timestampNtz).
     used |= set(needed_features(parse_schema(metadata.schema_string)))
     return with_features(protocol, writer=sorted(used))

@@ -56,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 ENGINE_INFO = f"txsql/{__version__}"
 DEFAULT_MAX_ATTEMPTS = 10_000  # generous: non-conflicting writers must never give up
+# Where a commit names the multi-table group it belongs to (the tag is Delta's RFC's).
+GROUP_TAG = "delta.multiTableTransaction.transactionId"
+GROUP_PARAMETER = "multiTableTransactionId"
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,51 @@ class CommitLoop:
         self.metrics = {k: str(v) for k, v in metrics.items()}
         self.rebased: set[str] = set()
         self.winners: list[int] = []
+        # Set by the coordinator for a commit that is part of a group (issue 20).
+        self.group_id: str | None = None
+        # Built by prepare(): the commitInfo, the checker's view, the row-level state, the
+        # next version to try and the newest commit timestamp seen.
+        self.info: CommitInfo | None = None
+        self.view: TxnView | None = None
+        self.rows: RowLevelState | None = None
+        self.version = 0
+        self.last_timestamp = 0
         # True from a put until the commit at that version is known not to be ours: an
         # error in between leaves it unknown whether our commit landed.
         self.outcome_unknown = False
 
     def run(self) -> CommitResult:
+        """Plain commit: put-if-absent ``<version>.json``, absorbing winners on a lost race."""
+        skipped = self.prepare()
+        if skipped is not None:
+            return skipped
+        for attempt in range(1, self.txn.max_attempts + 1):
+            info, written = self.next_attempt()
+            try:
+                # Lists the log first: never write into a gap or on top of a lost commit.
+                self.log.check_next_version(self.version)
+                require_added_files(self.log, written, self.operation)
+                self.outcome_unknown = True
+                self.log.store.write_if_absent(self.version, encode_commit(written))
+            except VersionExistsError:
+                pass
+            else:
+                self.after_commit(self.version)
+                return self.result(self.version, attempt, info, written)
+            latest = self.log.latest_version()
+            if latest is None or latest < self.version:
+                self.outcome_unknown = False  # nothing at that version: not ours either
+                continue  # the file vanished (log cleanup?): simply try the version again
+            done = self.absorb_winners(latest, attempt)
+            if done is not None:
+                return done
+        raise CommitRetriesExceededError(
+            f"gave up committing {self.operation} after {self.txn.max_attempts} attempts"
+        )
+
+    def prepare(self) -> CommitResult | None:
+        """Build the commitInfo and the checker's view; a result when the commit is skipped
+        (exactly-once: our app version is already in the read snapshot)."""
         snapshot = self.snapshot
         protocol, metadata = self._protocol_and_metadata()
         features.check_writable(protocol, metadata)
@@ -108,28 +151,34 @@ class CommitLoop:
         actions = self.staged.actions()
         isolation = choose_isolation(actions, conf, self.txn.requested_isolation)
         blind = is_blind_append(actions, self.txn.read_set.is_empty)
-        info = CommitInfo(
+        parameters = dict(self.parameters)
+        extra = None
+        if self.group_id is not None:
+            # Delta's RFC tag, and a parameter so that DESCRIBE HISTORY shows the group.
+            parameters[GROUP_PARAMETER] = self.group_id
+            extra = {"tags": {GROUP_TAG: self.group_id}}
+        self.info = CommitInfo(
             operation=self.operation,
-            operation_parameters=self.parameters,
+            operation_parameters=parameters,
             read_version=read_version,
             isolation_level=isolation.value,
             is_blind_append=blind,
             operation_metrics=self.metrics,
             engine_info=ENGINE_INFO,
             txn_id=self.txn.txn_id,
+            extra=extra,
         )
         if snapshot is not None and self._already_committed(snapshot.app_versions):
-            return self._result(snapshot.version, 0, info, (), skipped=True)
-        rows = None
+            return self.result(snapshot.version, 0, self.info, (), skipped=True)
         if snapshot is not None and row_level_enabled(conf):
-            rows = RowLevelState(
+            self.rows = RowLevelState(
                 self.log.table_root,
                 self.log.store.fs,
                 {norm_path(f.path): f for f in snapshot.files},
                 dict(self.staged.removes),
                 dict(self.staged.adds),
             )
-        view = TxnView(
+        self.view = TxnView(
             actions=actions,
             read_set=self.txn.read_set,
             isolation=isolation,
@@ -138,54 +187,50 @@ class CommitLoop:
             partition_columns=(snapshot.metadata if snapshot else metadata).partition_columns,
             protocol=protocol,
             metadata=metadata,
-            rows=rows,
+            rows=self.rows,
             row_checker=self.txn.row_predicate_checker,
             join_checker=self.txn.join_checker,
             column_mapping_mode=properties.column_mapping_mode(conf),
             row_map=own_row_map(self.parameters, actions),
         )
-        last_timestamp = snapshot.commit_timestamp if snapshot else 0
-        version = 0 if read_version is None else read_version + 1
-        for attempt in range(1, self.txn.max_attempts + 1):
-            now = int(time.time() * 1000)
-            ict = max(now, last_timestamp + 1) if self._ict_enabled(view) else None
-            info = replace(info, timestamp=now, in_commit_timestamp=ict)
-            written = (info, *self.staged.actions())
+        self.last_timestamp = snapshot.commit_timestamp if snapshot else 0
+        self.version = 0 if read_version is None else read_version + 1
+        return None
+
+    def next_attempt(self) -> tuple[CommitInfo, tuple[Action, ...]]:
+        """The commitInfo (fresh timestamps) and everything one attempt writes."""
+        assert self.info is not None and self.view is not None, "prepare() first"
+        now = int(time.time() * 1000)
+        ict = max(now, self.last_timestamp + 1) if self._ict_enabled(self.view) else None
+        self.info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
+        return self.info, (self.info, *self.staged.actions())
+
+    def absorb_winners(self, latest: int, attempt: int) -> CommitResult | None:
+        """Check (and rebase onto) every winner from :attr:`version` to ``latest``.
+
+        Returns a result when the commit is already done: a winner is our own earlier
+        attempt (its response was lost), or wrote our exactly-once app version. Raises
+        the conflict otherwise found; else the next version to try is ``latest + 1``.
+        """
+        assert self.info is not None and self.view is not None, "prepare() first"
+        versions = range(self.version, latest + 1)
+        for v, winner_actions in zip(versions, self.log.read_commits(versions), strict=True):
+            winner = WinningCommit(v, tuple(winner_actions))
+            if winner.txn_id == self.txn.txn_id:
+                return self.result(v, attempt, self.info, winner.actions)  # response lost
+            self.outcome_unknown = False  # the first winner sits where we tried
+            if self._winner_committed_our_app_version(winner):
+                return self.result(v, attempt, self.info, (), skipped=True)
             try:
-                # Lists the log first: never write into a gap or on top of a lost commit.
-                self.log.check_next_version(version)
-                require_added_files(self.log, written, self.operation)
-                self.outcome_unknown = True
-                self.log.store.write_if_absent(version, encode_commit(written))
-            except VersionExistsError:
-                pass
-            else:
-                self._after_commit(version)
-                return self._result(version, attempt, info, written)
-            latest = self.log.latest_version()
-            if latest is None or latest < version:
-                self.outcome_unknown = False  # nothing at that version: not ours either
-                continue  # the file vanished (log cleanup?): simply try the version again
-            versions = range(version, latest + 1)
-            for v, winner_actions in zip(versions, self.log.read_commits(versions), strict=True):
-                winner = WinningCommit(v, tuple(winner_actions))
-                if winner.txn_id == self.txn.txn_id:
-                    return self._result(v, attempt, info, winner.actions)  # response lost
-                self.outcome_unknown = False  # the first winner sits where we tried
-                if self._winner_committed_our_app_version(winner):
-                    return self._result(v, attempt, info, (), skipped=True)
-                try:
-                    self._check_winner(winner, view, rows)
-                except CorruptDeletionVectorError as exc:
-                    if not isinstance(exc.__cause__, FileNotFoundError):
-                        raise
-                    raise _vacuumed_while_rebasing(self.operation, winner, exc) from exc
-                self.winners.append(v)
-                last_timestamp = max(last_timestamp, _timestamp(winner))
-            version = latest + 1
-        raise CommitRetriesExceededError(
-            f"gave up committing {self.operation} after {self.txn.max_attempts} attempts"
-        )
+                self._check_winner(winner, self.view, self.rows)
+            except CorruptDeletionVectorError as exc:
+                if not isinstance(exc.__cause__, FileNotFoundError):
+                    raise
+                raise _vacuumed_while_rebasing(self.operation, winner, exc) from exc
+            self.winners.append(v)
+            self.last_timestamp = max(self.last_timestamp, _timestamp(winner))
+        self.version = max(self.version, latest + 1)
+        return None
 
     def _check_winner(
         self, winner: WinningCommit, view: TxnView, rows: RowLevelState | None
@@ -240,7 +285,7 @@ class CommitLoop:
     def _ict_enabled(self, view: TxnView) -> bool:
         return properties.in_commit_timestamps_enabled(view.metadata.configuration)
 
-    def _result(
+    def result(
         self,
         version: int,
         attempts: int,
@@ -260,7 +305,7 @@ class CommitLoop:
             winners=tuple(self.winners),
         )
 
-    def _after_commit(self, version: int) -> None:
+    def after_commit(self, version: int) -> None:
         """Checksum and checkpoint, and remove what killed writers left behind."""
         checkpointed = False
         try:

@@ -15,7 +15,7 @@ leaves no orphan behind.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -25,10 +25,12 @@ from pyroaring import BitMap64
 from txsql.errors import TransactionError
 from txsql.log.actions import Action, AddFile, Metadata, SetTransaction
 from txsql.log.deltalog import DeltaLog
+from txsql.log.features import multi_table_enrolled
 from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.storage.written import WrittenFiles, recording
 from txsql.txn.conflicts import RowPredicateChecker
+from txsql.txn.group_commit import commit_group
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
 from txsql.txn.joinread import JoinChecker, JoinRead, record_join
 from txsql.txn.own_files import delete_uncommitted
@@ -37,7 +39,13 @@ from txsql.txn.result import CommitResult
 from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
 from txsql.txn.staging import StagedActions, overlay_snapshot
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "ENGINE_INFO", "CommitResult", "Transaction"]
+__all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "ENGINE_INFO",
+    "CommitResult",
+    "Transaction",
+    "commit_together",
+]
 
 
 class Transaction:
@@ -225,6 +233,25 @@ class Transaction:
             CommitRetriesExceededError: more than ``max_attempts`` lost races.
             TransactionError: the transaction is not open, or a new table lacks metadata.
         """
+        loop = self.commit_loop(operation, parameters, metrics)
+        if self.enrolled:
+            return commit_together([(self, loop)], [self.table_root])[0]
+        return self.run_commit(loop, loop.run)
+
+    @property
+    def enrolled(self) -> bool:
+        """Whether commits go through the multi-table coordinator (the read snapshot has
+        ``txsql.multiTableTransactions = true``; enrolling itself is a plain commit)."""
+        snapshot = self.snapshot()
+        return snapshot is not None and multi_table_enrolled(snapshot.configuration)
+
+    def commit_loop(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> CommitLoop:
+        """The commit loop that will write the staged actions (not run yet)."""
         self._require_open()
         request = CommitRequest(
             log=self.log,
@@ -237,23 +264,32 @@ class Transaction:
             join_checker=self.join_checker,
             max_attempts=self.max_attempts,
         )
-        loop = CommitLoop(request, operation, parameters or {}, metrics or {})
+        return CommitLoop(request, operation, parameters or {}, metrics or {})
+
+    def run_commit(self, loop: CommitLoop, run: Callable[[], CommitResult]) -> CommitResult:
+        """Run ``run`` (which writes ``loop``'s commit) and settle the state and the files."""
         try:
             with recording(self.written):  # a rebase may write new DV files
-                result = loop.run()
+                result = run()
         except BaseException:
-            self._state = "failed"
-            if loop.outcome_unknown:
-                self._state = "unknown"
-                self.written.take(close=True)  # it may have landed: VACUUM decides later
-            else:
-                self._delete_written()
+            self.settle_failure(loop.outcome_unknown)
             raise
+        self.settle_success(result)
+        return result
+
+    def settle_failure(self, outcome_unknown: bool) -> None:
+        self._state = "failed"
+        if outcome_unknown:
+            self._state = "unknown"
+            self.written.take(close=True)  # it may have landed: VACUUM decides later
+        else:
+            self._delete_written()
+
+    def settle_success(self, result: CommitResult) -> None:
         self._state = "skipped" if result.skipped else "committed"
         # Files written but not in the commit: adds a later statement cancelled, DV files
         # a later DV or a rebase replaced, everything when the commit was skipped.
         self._delete_written(result.actions)
-        return result
 
     def rollback(self) -> None:
         """Drop the staged actions and delete the files written for them; nothing was
@@ -311,3 +347,26 @@ class Transaction:
             raise TransactionError(
                 f"this transaction is already {self._state}", hint="Start a new transaction."
             )
+
+
+def commit_together(
+    entries: Sequence[tuple[Transaction, CommitLoop]], labels: Sequence[str]
+) -> list[CommitResult]:
+    """Commit several transactions (one per table) through the coordinator, all or none.
+
+    ``labels`` name the tables in errors. Each transaction ends committed, or failed (its
+    files deleted) unless the outcome is unknown.
+    """
+    loops = [loop for _, loop in entries]
+    # A rebase may write new DV files: each member's into its own transaction's ledger.
+    ledgers = [txn.written for txn, _ in entries]
+    try:
+        results = commit_group(loops, labels, ledgers=ledgers)
+    except BaseException:
+        unknown = any(loop.outcome_unknown for loop in loops)
+        for txn, _ in entries:
+            txn.settle_failure(unknown)
+        raise
+    for (txn, _), result in zip(entries, results, strict=True):
+        txn.settle_success(result)
+    return results

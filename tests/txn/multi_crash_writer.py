@@ -1,0 +1,87 @@
+"""A child process for the multi-table crash matrix (no Spark).
+
+``python -m tests.txn.multi_crash_writer WAREHOUSE create``: three enrolled tables t0, t1,
+t2, each with one row (id 0, amount 100).
+``... transfer``: one group over the three tables; each gets a row (id 1) whose amounts
+sum to zero (-10, +4, +6), so the sum over all tables stays 300 after a whole group.
+``... touch``: a later txsql access: one single-table commit to t0 through the
+coordinator (row id 2, amount 0), which first rolls forward whatever a crash left.
+
+Data files are written with pyarrow and synced. ``TXSQL_CRASH_AT`` kills the process at a
+phase (``mtx_staged_<k>``, ``mtx_ratified``, ``mtx_published_<k>``, ``mtx_cleanup``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from txsql.log import features
+from txsql.log.actions import AddFile, Metadata, Protocol
+from txsql.log.deltalog import DeltaLog
+from txsql.storage.durable import sync_files
+from txsql.txn.transaction import Transaction, commit_together
+
+TABLES = ("t0", "t1", "t2")
+SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": False, "metadata": {}},
+            {"name": "amount", "type": "long", "nullable": False, "metadata": {}},
+        ],
+    }
+)
+TRANSFER = {"t0": -10, "t1": 4, "t2": 6}
+
+
+def data_file(log: DeltaLog, row_id: int, amount: int) -> AddFile:
+    name = f"part-{uuid.uuid4().hex}.parquet"
+    path = os.path.join(log.table_root, name)
+    os.makedirs(log.table_root, exist_ok=True)
+    table = pa.table(
+        {"id": pa.array([row_id], pa.int64()), "amount": pa.array([amount], pa.int64())}
+    )
+    pq.write_table(table, path)
+    sync_files([path])
+    stats = json.dumps({"numRecords": 1})
+    return AddFile(name, {}, os.path.getsize(path), 0, stats=stats)
+
+
+def create(warehouse: str) -> None:
+    for name in TABLES:
+        log = DeltaLog.for_path(f"{warehouse}/{name}")
+        metadata = Metadata(
+            id=f"id-{name}",
+            schema_string=SCHEMA,
+            configuration={features.MULTI_TABLE_PROPERTY: "true"},
+        )
+        with Transaction(log) as txn:
+            txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
+            txn.stage([data_file(log, 0, 100)])
+            txn.commit("CREATE TABLE")
+
+
+def transfer(warehouse: str) -> None:
+    entries = []
+    for name in TABLES:
+        txn = Transaction(DeltaLog.for_path(f"{warehouse}/{name}"))
+        txn.stage([data_file(txn.log, 1, TRANSFER[name])])
+        entries.append((txn, txn.commit_loop("WRITE")))
+    commit_together(entries, list(TABLES))
+
+
+def touch(warehouse: str) -> None:
+    txn = Transaction(DeltaLog.for_path(f"{warehouse}/t0"))
+    txn.stage([data_file(txn.log, 2, 0)])
+    txn.commit("WRITE")
+
+
+if __name__ == "__main__":
+    {"create": create, "transfer": transfer, "touch": touch}[sys.argv[2]](sys.argv[1])
+    print("done", flush=True)

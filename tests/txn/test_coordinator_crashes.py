@@ -1,0 +1,94 @@
+"""kill -9 a three-table group at every coordinator phase: all participants or none.
+
+A child (``tests.txn.multi_crash_writer``) commits one group over t0, t1, t2 and dies by
+SIGKILL at a phase. Then another process makes one txsql commit to t0 (which rolls the
+coordinator forward). DuckDB and deltalake, which share no code with txsql, must then read
+every table, and the group's row (id 1) is in every table or in none. Before recovery
+they see what the README promises: published tables only (the publish window).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.interop.readers import deltalake_rows, duckdb_rows
+from tests.txn.multi_crash_writer import TABLES
+
+ROOT_DIR = Path(__file__).resolve().parents[2]
+STAGED = ["mtx_staged_1", "mtx_staged_2", "mtx_staged_3"]
+# Phases after which the group is ratified, with the tables already published at the kill.
+RATIFIED = {"mtx_ratified": 0, "mtx_published_1": 1, "mtx_published_2": 2, "mtx_cleanup": 3}
+
+
+def run_child(warehouse: Path, mode: str, crash_at: str | None = None) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "TXSQL_CRASH_AT"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT_DIR), env.get("PYTHONPATH", "")])
+    if crash_at:
+        env["TXSQL_CRASH_AT"] = crash_at
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.txn.multi_crash_writer", str(warehouse), mode],
+        cwd=ROOT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode in (0, -signal.SIGKILL), done.stderr
+    return done.returncode
+
+
+def latest_version(table: Path) -> int:
+    names = [
+        n for n in os.listdir(table / "_delta_log") if n.endswith(".json") and n[:20].isdigit()
+    ]
+    return max(int(n[:20]) for n in names if len(n) == 25)
+
+
+def ids_seen(table: Path) -> dict[str, list[tuple[int, int]]]:
+    """The (id, amount) rows each outside reader sees at the table's newest commit."""
+    version = latest_version(table)
+    return {
+        "duckdb": duckdb_rows(str(table), version, "id, amount"),
+        "deltalake": deltalake_rows(str(table), version, "id, amount"),
+    }
+
+
+@pytest.mark.parametrize("phase", [*STAGED, *RATIFIED])
+def test_a_killed_group_is_all_or_nothing(tmp_path: Path, phase: str) -> None:
+    warehouse = tmp_path / "wh"
+    assert run_child(warehouse, "create") == 0
+    assert run_child(warehouse, "transfer", crash_at=phase) == -signal.SIGKILL
+    # Before any txsql access: readers see exactly the published tables.
+    published = RATIFIED.get(phase, 0)
+    for number, name in enumerate(TABLES):
+        rows = ids_seen(warehouse / name)
+        has_group_row = [any(i == 1 for i, _ in r) for r in rows.values()]
+        assert has_group_row == [number < published] * 2, (name, rows)
+    # A txsql access in another process completes (or ignores) the group.
+    assert run_child(warehouse, "touch") == 0
+    advanced = phase in RATIFIED
+    total = 0
+    for name in TABLES:
+        rows = ids_seen(warehouse / name)
+        assert rows["duckdb"] == rows["deltalake"]
+        assert any(i == 1 for i, _ in rows["duckdb"]) == advanced, (name, rows)
+        total += sum(a for _, a in rows["duckdb"])
+    assert total == 300  # the group's amounts sum to zero: whole or absent
+    # Versions: t1 and t2 moved exactly when the group landed.
+    assert [latest_version(warehouse / n) for n in TABLES[1:]] == [1 if advanced else 0] * 2
+
+
+def test_a_group_that_is_not_killed_lands_everywhere(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    assert run_child(warehouse, "create") == 0
+    assert run_child(warehouse, "transfer") == 0
+    for name in TABLES:
+        assert [i for i, _ in ids_seen(warehouse / name)["duckdb"]] == [0, 1]
+        staged = warehouse / name / "_delta_log" / "_staged_commits"
+        assert not staged.exists() or not os.listdir(staged)

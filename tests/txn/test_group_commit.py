@@ -1,0 +1,175 @@
+"""Group commits through the coordinator on local disk, without Spark (issue 20).
+
+Tables are real local ``_delta_log`` directories with empty placeholder data files (the
+transaction layer never reads data files). The oracle for "what landed" is the raw log
+and coordinator files read as JSON here, not txsql's replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from txsql.errors import ConcurrentAppendError, CorruptLogError, TransactionError
+from txsql.log import features
+from txsql.log.actions import AddFile, Metadata, Protocol
+from txsql.log.deltalog import DeltaLog
+from txsql.log.predicates import TRUE
+from txsql.txn.coordinator import coordinator_at
+from txsql.txn.isolation import IsolationLevel
+from txsql.txn.transaction import Transaction, commit_together
+
+ENROLLED = {features.MULTI_TABLE_PROPERTY: "true"}
+SCHEMA = json.dumps(
+    {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+)
+
+
+def make_table(warehouse: Path, name: str, conf: dict[str, str] | None = None) -> DeltaLog:
+    root = warehouse / name
+    log = DeltaLog.for_path(str(root))
+    metadata = Metadata(id=f"id-{name}", schema_string=SCHEMA, configuration=conf or {})
+    protocol = features.upgrade_for_metadata(Protocol(1, 2), metadata)
+    with Transaction(log) as txn:
+        txn.stage([protocol, metadata])
+        txn.commit("CREATE TABLE")
+    return log
+
+
+def add(log: DeltaLog, name: str) -> AddFile:
+    path = Path(log.table_root) / f"{name}.parquet"
+    path.write_bytes(b"")
+    stats = json.dumps({"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}})
+    return AddFile(f"{name}.parquet", {}, 10, 1, data_change=True, stats=stats)
+
+
+def raw_commit(log: DeltaLog, version: int) -> list[dict[str, object]]:
+    text = (Path(log.table_root) / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def records(warehouse: Path) -> list[dict[str, object]]:
+    directory = warehouse / "_txsql_coordinator"
+    names = (
+        sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+        if directory.exists()
+        else []
+    )
+    return [json.loads((directory / n).read_text()) for n in names]
+
+
+def writer(log: DeltaLog, name: str) -> Transaction:
+    txn = Transaction(log)
+    txn.stage([add(log, name)])
+    return txn
+
+
+def test_enrolled_table_lists_a_writer_only_feature(tmp_path: Path) -> None:
+    log = make_table(tmp_path, "a", ENROLLED)
+    protocol = next(a["protocol"] for a in raw_commit(log, 0) if "protocol" in a)
+    assert isinstance(protocol, dict)
+    assert protocol["minWriterVersion"] == 7
+    assert features.MULTI_TABLE_FEATURE in protocol["writerFeatures"]
+    assert protocol["minReaderVersion"] == 1  # every reader still reads
+
+
+def test_two_tables_commit_through_one_record(tmp_path: Path) -> None:
+    a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
+    ta, tb = writer(a, "fa"), writer(b, "fb")
+    results = commit_together(
+        [(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"]
+    )
+    assert [r.version for r in results] == [1, 1]
+    (record,) = records(tmp_path)
+    assert [p["version"] for p in record["participants"]] == [1, 1]  # type: ignore[index]
+    group = record["transactionId"]
+    for log in (a, b):
+        info = next(a["commitInfo"] for a in raw_commit(log, 1) if "commitInfo" in a)
+        assert isinstance(info, dict)
+        assert info["tags"] == {"delta.multiTableTransaction.transactionId": group}
+    # Published staged commits are cleaned up.
+    assert not list((Path(a.table_root) / "_delta_log" / "_staged_commits").iterdir())
+
+
+def test_single_table_commit_to_an_enrolled_table_goes_through_the_coordinator(
+    tmp_path: Path,
+) -> None:
+    a = make_table(tmp_path, "a", ENROLLED)
+    writer(a, "f1").commit("WRITE")
+    writer(a, "f2").commit("WRITE")
+    assert [[p["version"] for p in r["participants"]] for r in records(tmp_path)] == [[1], [2]]  # type: ignore[index]
+
+
+def test_plain_tables_never_touch_the_coordinator(tmp_path: Path) -> None:
+    a = make_table(tmp_path, "a")
+    writer(a, "f1").commit("WRITE")
+    assert not (tmp_path / "_txsql_coordinator").exists()
+
+
+def test_a_version_taken_meanwhile_is_rechecked_and_restaged(tmp_path: Path) -> None:
+    a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
+    ta, tb = writer(a, "fa"), writer(b, "fb")
+    ta.snapshot(), tb.snapshot()
+    writer(a, "other").commit("WRITE")  # takes a's version 1 first: a blind append
+    results = commit_together(
+        [(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"]
+    )
+    assert [r.version for r in results] == [2, 1]
+    assert results[0].winners == (1,)
+
+
+def test_a_conflict_names_the_table_and_nothing_lands(tmp_path: Path) -> None:
+    a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
+    ta = Transaction(a, isolation=IsolationLevel.SERIALIZABLE)
+    ta.stage([add(a, "fa")])
+    tb = writer(b, "fb")
+    ta.record_scan(TRUE, [])  # read the whole (empty) table: a concurrent append conflicts
+    writer(a, "other").commit("WRITE")
+    with pytest.raises(ConcurrentAppendError, match=r"^a: "):
+        commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
+    assert b.latest_version() == 0
+    assert len(records(tmp_path)) == 1  # only the winner's record
+    staged = Path(b.table_root) / "_delta_log" / "_staged_commits"
+    assert not staged.exists() or not list(staged.iterdir())
+
+
+def test_roll_forward_publishes_a_ratified_record(tmp_path: Path) -> None:
+    a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
+    ta, tb = writer(a, "fa"), writer(b, "fb")
+    commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
+    # Simulate a crash after ratification: unpublish b's version 1 (its staged file is
+    # what a crashed writer would have left).
+    record = records(tmp_path)[0]
+    staged = record["participants"][1]["stagedCommit"]  # type: ignore[index]
+    log_dir = Path(b.table_root) / "_delta_log"
+    (log_dir / staged).parent.mkdir(exist_ok=True)
+    os.replace(log_dir / f"{1:020d}.json", log_dir / staged)
+    coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
+    coordinator._published_through = None  # a fresh process knows nothing
+    assert coordinator.roll_forward() == 1
+    info = next(a["commitInfo"] for a in raw_commit(b, 1) if "commitInfo" in a)
+    assert info["txnId"] == tb.txn_id  # type: ignore[index]
+
+
+def test_a_commit_behind_the_coordinators_back_is_reported(tmp_path: Path) -> None:
+    a = make_table(tmp_path, "a", ENROLLED)
+    writer(a, "f1").commit("WRITE")
+    log_dir = Path(a.table_root) / "_delta_log"
+    forged = [json.dumps({"commitInfo": {"txnId": "someone-else"}})]
+    (log_dir / f"{1:020d}.json").write_text("\n".join(forged) + "\n")
+    coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
+    coordinator._published_through = None
+    with pytest.raises(CorruptLogError, match="bypassed the coordinator"):
+        coordinator.roll_forward()
+
+
+def test_tables_of_different_coordinators_are_refused(tmp_path: Path) -> None:
+    a = make_table(tmp_path / "w1", "a", ENROLLED)
+    b = make_table(tmp_path / "w2", "b", ENROLLED)
+    ta, tb = writer(a, "fa"), writer(b, "fb")
+    with pytest.raises(TransactionError, match="different coordinators"):
+        commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
+    assert a.latest_version() == 0 and b.latest_version() == 0

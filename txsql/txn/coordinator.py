@@ -1,0 +1,197 @@
+"""The commit coordinator of multi-table transactions: a log of ratified groups.
+
+The coordinator is a directory next to the catalog (``<warehouse>/_txsql_coordinator``) on
+the warehouse's own store. Its records are numbered positions, ``<position>.json``
+(20 digits), each written with one put-if-absent. A record names every participant of a
+group: table root, table id, version, staged commit file and the participant's txnId.
+Writing it is the commit point of the whole group (Delta RFC "group-ratify").
+
+Invariant the writers keep (see :mod:`txsql.txn.group_commit`): before a writer puts
+record ``p`` it has published every record below ``p``. So at any moment only the newest
+record can still be unpublished, and rolling forward means publishing that one record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from txsql.errors import CorruptLogError
+from txsql.log.features import multi_table_enrolled
+from txsql.storage.factory import file_io_for
+from txsql.storage.filesystem import FileIO
+from txsql.storage.paths import parse_location
+
+COORDINATOR_DIR = "_txsql_coordinator"
+# Optional: a table whose coordinator is not the default one next to its parent directory.
+COORDINATOR_PROPERTY = "txsql.multiTableTransactions.coordinator"
+_RECORD = re.compile(r"^(\d{20})\.json$")
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One table's part of a ratified group."""
+
+    table_root: str
+    table_id: str
+    version: int
+    staged_commit: str  # relative to _delta_log: _staged_commits/<version>.<uuid>.json
+    txn_id: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tableRoot": self.table_root,
+            "tableId": self.table_id,
+            "version": self.version,
+            "stagedCommit": self.staged_commit,
+            "txnId": self.txn_id,
+        }
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """A coordinator record: the group ratified at ``position``."""
+
+    position: int
+    transaction_id: str
+    timestamp: int
+    participants: tuple[Participant, ...]
+
+    def encode(self) -> bytes:
+        body = {
+            "position": self.position,
+            "transactionId": self.transaction_id,
+            "timestamp": self.timestamp,
+            "participants": [p.to_json() for p in self.participants],
+        }
+        return json.dumps(body, sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> GroupRecord:
+        try:
+            body = json.loads(data)
+            parts = tuple(
+                Participant(
+                    str(p["tableRoot"]),
+                    str(p["tableId"]),
+                    int(p["version"]),
+                    str(p["stagedCommit"]),
+                    str(p["txnId"]),
+                )
+                for p in body["participants"]
+            )
+            return cls(
+                int(body["position"]), str(body["transactionId"]), int(body["timestamp"]), parts
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptLogError(f"coordinator record {where} cannot be read ({exc})") from exc
+
+
+def coordinator_root(table_root: str, configuration: Mapping[str, str]) -> str:
+    """The coordinator an enrolled table commits through.
+
+    The table property wins; otherwise the directory next to the table's parent, skipping
+    a ``<schema>.db`` level, which is ``<warehouse>/_txsql_coordinator`` for every table of
+    a warehouse. Every process derives the same answer from the table alone.
+
+    >>> coordinator_root("/w/t", {})
+    '/w/_txsql_coordinator'
+    >>> coordinator_root("s3://b/w/sales.db/t", {})
+    's3://b/w/_txsql_coordinator'
+    """
+    explicit = configuration.get(COORDINATOR_PROPERTY, "").strip()
+    if explicit:
+        return parse_location(explicit).root
+    parent = table_root.rstrip("/").rpartition("/")[0]
+    if parent.endswith(".db"):
+        parent = parent.rpartition("/")[0]
+    return f"{parent or ''}/{COORDINATOR_DIR}"
+
+
+class Coordinator:
+    """The records under one coordinator root, and what this process knows is published."""
+
+    def __init__(self, root: str, fs: FileIO) -> None:
+        self.root = root.rstrip("/")
+        self.fs = fs
+        self._lock = threading.Lock()
+        # Records at or below this position are known published (None: nothing known yet).
+        self._published_through: int | None = None
+
+    def record_path(self, position: int) -> str:
+        return f"{self.root}/{position:020d}.json"
+
+    def latest_position(self) -> int:
+        """The newest record's position (-1 when there is none).
+
+        From a known position only the next few names are probed (one ``exists`` each);
+        a process that knows nothing yet lists the directory once.
+        """
+        with self._lock:
+            known = self._published_through
+        if known is None:
+            positions = [
+                int(m.group(1)) for f in self.fs.list_dir(self.root) if (m := _RECORD.match(f.name))
+            ]
+            known = max(positions, default=-1)
+        while self.fs.exists(self.record_path(known + 1)):
+            known += 1
+        return known
+
+    def read(self, position: int) -> GroupRecord:
+        path = self.record_path(position)
+        return GroupRecord.decode(self.fs.read(path), path)
+
+    def ratify(self, record: GroupRecord) -> bool:
+        """Put ``record`` at its position if free: True when this call wrote it."""
+        try:
+            self.fs.write_if_absent(self.record_path(record.position), record.encode())
+        except FileExistsError:
+            return False
+        return True
+
+    def mark_published(self, position: int) -> None:
+        with self._lock:
+            if self._published_through is None or position > self._published_through:
+                self._published_through = position
+
+    def roll_forward(self) -> int:
+        """Publish the newest record if a crashed writer left it unpublished; returns the
+        next free position (every record below it is then published)."""
+        from txsql.txn.publish import publish_record  # publish imports this module
+
+        latest = self.latest_position()
+        with self._lock:
+            known = self._published_through
+        if latest >= 0 and (known is None or latest > known):
+            publish_record(self.read(latest))
+        self.mark_published(latest)
+        return latest + 1
+
+
+_COORDINATORS: dict[str, Coordinator] = {}
+_COORDINATORS_LOCK = threading.Lock()
+
+
+def coordinator_at(root: str) -> Coordinator:
+    """The process-wide :class:`Coordinator` of ``root`` (it remembers what is published)."""
+    with _COORDINATORS_LOCK:
+        found = _COORDINATORS.get(root)
+        if found is None:
+            found = _COORDINATORS[root] = Coordinator(root, file_io_for(root))
+        return found
+
+
+def coordinator_for(table_root: str, configuration: Mapping[str, str]) -> Coordinator | None:
+    """The coordinator of an enrolled table; None when the table is not enrolled."""
+    if not multi_table_enrolled(configuration):
+        return None
+    return coordinator_at(coordinator_root(table_root, configuration))
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -54,6 +54,10 @@ def delete_rows_with_dv(log: DeltaLog, rows_by_file: dict[str, list[int]]) -> in
         return txn.commit("DELETE", {"predicate": json.dumps(["test"])}).version
 
 
+def _rows_in(add: Any) -> int:
+    return int(json.loads(add.stats)["numRecords"])
+
+
 def txsql_rows(s: txsql.Session, path: str, version: int) -> list[tuple[Any, ...]]:
     df = s.table(path).to_spark(version=version).selectExpr(*COLUMNS.split(", "))
     return sorted(tuple(r) for r in df.collect())
@@ -69,16 +73,24 @@ def test_independent_readers_agree_at_every_version(
     s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, name STRING, amount DOUBLE, p INT) {by}")
     log = DeltaLog.for_path(path)
     dv_versions = []
+    first_dv: Any = None
     for i in range(1, 26):
+        before = {f.path for f in log.snapshot().files}
         s.sql(
             f"INSERT INTO delta.`{path}` SELECT id, concat('n', id), id * 1.5, CAST(id % 3 AS INT)"
-            f" FROM range({i * 10}, {i * 10 + 4})"
+            f" FROM range({i * 10}, {i * 10 + 4}, 1, 1)"  # one task: whole files
         )
         if i in (8, 15, 16, 22):  # DVs, including a second DV on an already-DV'd file
-            newest = max(log.snapshot().files, key=lambda f: f.modification_time)
-            first = sorted(log.snapshot().files, key=lambda f: f.path)[0]
-            target = first if i == 16 else newest
+            files = {f.path: f for f in log.snapshot().files}
+            # The biggest file this INSERT wrote (a partition's file may hold one row);
+            # at 16 the file DV'd at 8 again, on its next row (it has two or more).
+            new = [f for p, f in files.items() if p not in before]
+            target = max(new, key=lambda f: (_rows_in(f), f.path))
+            if i == 16:
+                target = files[first_dv]
+            first_dv = first_dv or target.path
             already = target.deletion_vector.cardinality if target.deletion_vector else 0
+            assert already < _rows_in(target)
             dv_versions.append(delete_rows_with_dv(log, {target.path: [already]}))
     latest = log.latest_version()
     assert latest is not None and latest >= 25 + len(dv_versions)

@@ -1,7 +1,9 @@
-"""Per-session caches of the scan layer: planned scans and expanded deletion vectors.
+"""Per-session caches of the scan layer: planned scans, expanded deletion vectors and the
+paths Spark reports for data files.
 
-Both are keyed by what makes their content immutable (a session plus a table version's
-files and DV ids), so a hit is never stale; both are small LRUs.
+All are keyed by what makes their content immutable (a session plus a table version's
+files and DV ids, or a data file's name, never reused), so a hit is never stale; all are
+small LRUs.
 """
 
 from __future__ import annotations
@@ -86,3 +88,35 @@ class DeletedRowsCache:
                 _, (old, _) = self._entries.popitem(last=False)
                 old.unpersist()  # a no-op for rows that were never persisted
         return cached
+
+
+class SparkPathCache:
+    """How Spark names each data file (``_metadata.file_path``), per session.
+
+    Learning it costs ``DataFrame.inputFiles()``: one JVM round trip per file on classic
+    PySpark, for every new table version, although a data file never changes its name. A
+    file enters only after Spark listed it, so a file Spark would skip (a name starting
+    with ``_`` or ``.``) is never taken for read.
+    """
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        self._entries: OrderedDict[tuple[int, str], str] = OrderedDict()
+        self._max_entries = max_entries
+        self._lock = threading.Lock()
+
+    def get_all(self, session: int, local_paths: list[str]) -> list[str] | None:
+        """Spark's paths of all ``local_paths``, or None if one is unknown."""
+        with self._lock:
+            found = [self._entries.get((session, p)) for p in local_paths]
+            if any(p is None for p in found):
+                return None
+            for p in local_paths:
+                self._entries.move_to_end((session, p))
+            return [p for p in found if p is not None]
+
+    def put(self, session: int, pairs: dict[str, str]) -> None:
+        with self._lock:
+            for local, spark_path in pairs.items():
+                self._entries[(session, local)] = spark_path
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from txsql.engine.names import fresh_names
+from txsql.engine.scan_cache import SparkPathCache
 from txsql.engine.schema import TableSchema
 from txsql.errors import DataFileError, TxSqlError
 from txsql.log.actions import AddFile
@@ -39,6 +40,7 @@ _GLOB_CHARS = "\\{}[]*?"
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # Scans in threads must not interleave their set/restore of the session's threshold.
 _LISTING_LOCK = threading.Lock()
+_SPARK_PATHS = SparkPathCache()
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,25 @@ def metadata_field(df: DataFrame, field: str) -> Column:
 def read_files(spark: SparkSession, schema: TableSchema, files: list[ScanFile]) -> DataFrame:
     """One Parquet scan over ``files``; fills in each file's ``spark_path``."""
     paths = [_escape_glob(f.local_path) for f in files]
+    local_paths = [f.local_path for f in files]
+    # Spark refuses a missing path itself, but untyped; a known path skips inputFiles().
+    known = _SPARK_PATHS.get_all(id(spark), local_paths)
+    if known is not None:
+        raise_missing([p for p in local_paths if not is_present(p)])
     with _listing_on_driver(spark, len(paths)):
         df = spark.read.schema(schema.physical_read_schema()).parquet(*paths)
+    if known is None:
+        seen = _listed(df)
+        raise_missing([p for p in local_paths if p not in seen])
+        known = [seen[p] for p in local_paths]
+        _SPARK_PATHS.put(id(spark), dict(zip(local_paths, known)))
+    for i, (f, spark_path) in enumerate(zip(files, known)):
+        files[i] = ScanFile(f.add, f.local_path, spark_path)
+    return df
+
+
+def _listed(df: DataFrame) -> dict[str, str]:
+    """Local path (or unquoted object-store URI) -> Spark's path, of every file ``df`` reads."""
     seen: dict[str, str] = {}
     for uri in df.inputFiles():
         if not uri.startswith("file:"):  # an object store: keyed by the unquoted URI
@@ -153,10 +172,7 @@ def read_files(spark: SparkSession, schema: TableSchema, files: list[ScanFile]) 
         # inputFiles() says file:///x where _metadata.file_path says file:/x.
         spark_path = "file:/" + uri[len("file:") :].lstrip("/")
         seen[os.path.normpath(unquote(urlparse(spark_path).path))] = spark_path
-    raise_missing([f.local_path for f in files if f.local_path not in seen])
-    for i, f in enumerate(files):
-        files[i] = ScanFile(f.add, f.local_path, seen[f.local_path])
-    return df
+    return seen
 
 
 @contextlib.contextmanager

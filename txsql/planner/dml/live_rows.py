@@ -14,7 +14,8 @@ matched rows here, in the same tasks as the scan:
   driver ships descriptors only, never row indexes. (A broadcast anti-join with the keys
   was measured too: Spark runs two jobs of its own for it, so UPDATE would exceed two.)
 
-MERGE drops deleted rows after its join in the JVM (``planner/operations/merge/live.py``).
+MERGE drops deleted rows after its join in the JVM (``planner/operations/merge/live.py``), by
+the same literal filter when the target is small.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile
     if all(f.deletion_vector is None for f in files):
         return df
     columns = snapshot_row_ids(snapshot)
-    filtered = _literal_filter(df, snapshot.table_root, files, columns)
+    filtered = drop_deleted_by_literals(df, snapshot.table_root, files, columns)
     if filtered is not None:
         return filtered
     dvs: dict[str, DvFields] = {
@@ -70,7 +71,7 @@ def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile
     return df.where(live(*(F.col(quote(c)) for c in columns)))
 
 
-def _literal_filter(
+def drop_deleted_by_literals(
     df: DataFrame, root: str, files: Sequence[AddFile], columns: tuple[str, str]
 ) -> DataFrame | None:
     """``df`` without the deleted rows of ``files`` by a literal IN set, or None when they
@@ -93,6 +94,8 @@ def _literal_filter(
             return None
         parts.append(row_keys(crcs[f.path], rows))
     keys = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if not len(keys):  # nothing deleted (and SQL has no empty IN list)
+        return df
     file_column, row_column = columns
     key_sql = f"(shiftleft(crc32(cast({quote(file_column)} AS BINARY)), 32) | {quote(row_column)})"
     listed = ", ".join(sql_long(int(k)) for k in keys)

@@ -13,6 +13,7 @@ from deltalake import DeltaTable, QueryBuilder
 import txsql
 from tests.interop.readers import duckdb_connection
 from txsql.planner.operations.merge.execute import SPLIT_ROWS_ENV
+from txsql.planner.operations.merge.small_target import SMALL_TARGET_ROWS_ENV
 
 pytestmark = pytest.mark.spark
 
@@ -49,11 +50,16 @@ CASES = {
     "WHEN NOT MATCHED BY SOURCE AND x.id IS NULL THEN DELETE "
     "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET p = x.p + 10",
 }
-MATRIX = [(name, False) for name in CASES] + [
-    ("update_conditional", True),
-    ("delete_conditional", True),
-    ("insert_columns", True),
-    ("combined", True),
+# (case, partitioned, small): "small" lets a small target run as one query (the default),
+# else the persisted join runs (NOT MATCHED BY SOURCE clauses always take it).
+MATRIX = [(name, False, True) for name in CASES] + [
+    ("update_conditional", True, True),
+    ("delete_conditional", True, True),
+    ("insert_columns", True, True),
+    ("combined", True, True),
+    ("update_star", False, False),
+    ("delete", False, False),
+    ("insert_columns", True, False),
 ]
 
 
@@ -109,10 +115,17 @@ def _readers(path: str, version: int) -> tuple[Counter[Row], Counter[Row]]:
     return duck, Counter(zip(*columns))
 
 
-@pytest.mark.parametrize(("case", "partitioned"), MATRIX)
+@pytest.mark.parametrize(("case", "partitioned", "small"), MATRIX)
 def test_merge_matches_duckdb_and_readers(
-    s: txsql.Session, spark: Any, case: str, partitioned: bool
+    s: txsql.Session,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+    partitioned: bool,
+    small: bool,
 ) -> None:
+    if not small:
+        monkeypatch.setenv(SMALL_TARGET_ROWS_ENV, "0")
     _create(s, partitioned)
     _source_view(spark)
     before = _txsql_rows(s)
@@ -179,14 +192,24 @@ def test_metrics_and_commit_info(s: txsql.Session, spark: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "split"), [("combined", True), ("combined", False), ("insert_star", True)]
+    ("case", "path"),
+    [
+        ("combined", "split"),
+        ("combined", "one join"),
+        ("insert_star", "small target"),
+        ("insert_star", "split"),
+        ("update_conditional", "small target"),
+        ("update_conditional", "split"),
+    ],
 )
 def test_merge_over_deleted_rows_matches_duckdb(
-    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch, case: str, split: bool
+    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch, case: str, path: str
 ) -> None:
     """Target rows deleted by DVs match nothing: the DV-free scan drops them after the
-    join (split join), or the scan applies the DVs (one Spark join, forced here)."""
-    if not split:
+    join (small target and split join), or the scan applies the DVs (one Spark join)."""
+    if path != "small target":  # the persisted join (NOT MATCHED BY SOURCE always takes it)
+        monkeypatch.setenv(SMALL_TARGET_ROWS_ENV, "0")
+    if path == "one join":
         monkeypatch.setenv(SPLIT_ROWS_ENV, "0")
     _create(s, partitioned=False)
     s.sql("DELETE FROM t WHERE id IN (2, 3)")  # DVs in both files; sources 2 and 3 now insert
@@ -194,7 +217,8 @@ def test_merge_over_deleted_rows_matches_duckdb(
     before = _txsql_rows(s)
     sql = f"{HEAD} {CASES[case]}"
     result = s.sql(sql)
-    assert result.metrics["spark_jobs"] == 3
+    # source; then one job for a small target, else the write and the summary
+    assert result.metrics["spark_jobs"] == (2 if path == "small target" else 3)
     after = _txsql_rows(s)
     assert after == _duckdb_merge(before, SOURCE, sql)
     duck, deltalake = _readers(s.table("t").location, 4)

@@ -15,6 +15,7 @@ import txsql
 from tests.planner.operations.merge.test_merge import _duckdb_merge, _readers, _txsql_rows
 from txsql.errors import MergeCardinalityError, NotNullViolationError, SchemaError, TxSqlError
 from txsql.planner.operations.merge import run as merge_module
+from txsql.planner.operations.merge.small_target import SMALL_TARGET_ROWS_ENV
 
 pytestmark = pytest.mark.spark
 
@@ -180,7 +181,7 @@ def test_insert_only_merge_writes_no_deletion_vectors(s: txsql.Session, spark: A
         "num_updated_rows": 0,
         "num_deleted_rows": 0,
         "num_inserted_rows": 1,
-        "spark_jobs": 3,  # source, new rows, summary (DVs from its bitmaps)
+        "spark_jobs": 2,  # source; new rows (a small target: one query)
     }
     actions = _log(s, 2)
     assert not any("remove" in a for a in actions)
@@ -203,17 +204,21 @@ def test_empty_source_matches_nothing_and_by_source_sees_every_row(
     assert _txsql_rows(s) == _duckdb_merge(before, [], sql.replace("empty", "src"))
 
 
+@pytest.mark.parametrize("small", [True, False])
 @pytest.mark.parametrize("off", ["counts", "bitmaps"])
 def test_written_and_deleted_rows_must_match_the_clause_counts(
-    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch, off: str
+    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch, off: str, small: bool
 ) -> None:
     """If the rows written, the rows counted and the rows to mark deleted ever disagree (a
     recomputed non-deterministic input), the MERGE stops with nothing committed and its
-    new files removed."""
+    new files removed: in one query over a small target and with the persisted join."""
     spark.createDataFrame(
         [(1, "x", 1), (9, "y", 3)], "id INT, v STRING, p INT"
     ).createOrReplaceTempView("src")
-    real = merge_module.summarize
+    name = "run_small_target" if small else "summarize"
+    if not small:
+        monkeypatch.setenv(SMALL_TARGET_ROWS_ENV, "0")
+    real = getattr(merge_module, name)
 
     def miscounted(*args: Any, **kwargs: Any) -> Any:
         summary = real(*args, **kwargs)
@@ -223,7 +228,7 @@ def test_written_and_deleted_rows_must_match_the_clause_counts(
             summary.changed = {}
         return summary
 
-    monkeypatch.setattr(merge_module, "summarize", miscounted)
+    monkeypatch.setattr(merge_module, name, miscounted)
     before, files = _txsql_rows(s), _files(s)
     sql = (
         "MERGE INTO t USING src ON t.id = src.id "
@@ -232,7 +237,7 @@ def test_written_and_deleted_rows_must_match_the_clause_counts(
     with pytest.raises(TxSqlError, match="nothing was committed"):
         s.sql(sql)
     assert s.table("t").version() == 1 and _txsql_rows(s) == before and _files(s) == files
-    monkeypatch.setattr(merge_module, "summarize", real)
+    monkeypatch.setattr(merge_module, name, real)
     assert s.sql(sql).metrics["num_inserted_rows"] == 1
 
 

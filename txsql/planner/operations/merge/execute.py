@@ -68,8 +68,15 @@ def persisted(df: DataFrame) -> Iterator[DataFrame]:
 
 def with_source_marker(source: DataFrame) -> DataFrame:
     """The source with a non-null marker column (NULL after an outer join = no source row)
-    and a row id (stable once the source is persisted) naming the source rows that matched."""
-    return source.withColumn(SOURCE_PRESENT, F.lit(True)).withColumn(
+    and a row id (stable once the source is persisted) naming the source rows that matched.
+
+    The marker's value is new for every statement: Spark reuses a cached relation whose
+    plan is the same, so without it a MERGE whose source query equals an earlier one's
+    would persist nothing new (and read the earlier statement's rows wherever the earlier
+    cache is still held, e.g. the conflict check's copy of its ON columns).
+    """
+    marker = F.lit(uuid.uuid4().int >> 65)  # any non-NULL value: a long, unique per call
+    return source.withColumn(SOURCE_PRESENT, marker).withColumn(
         SOURCE_ID, F.monotonically_increasing_id()
     )
 
@@ -86,9 +93,14 @@ def count_rows(df: DataFrame) -> int:
     from pyspark.sql import Observation
 
     observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
-    counted = df.observe(observed, F.count(F.lit(1)).alias("n"))
-    count_job(lambda: counted.write.format("noop").mode("overwrite").save())
+    run_rows(df.observe(observed, F.count(F.lit(1)).alias("n")))
     return int(observed.get["n"])
+
+
+def run_rows(df: DataFrame) -> None:
+    """Compute every row of ``df`` and keep none (Spark's ``noop`` sink): one Spark job,
+    for what ``df`` observes on the way."""
+    count_job(lambda: df.write.format("noop").mode("overwrite").save())
 
 
 def splits_join(plan: MergePlan, num_source_rows: int) -> bool:
@@ -134,17 +146,15 @@ def classify(
             after the join. Only for joins whose output keeps nothing of such a row
             (inner or target-preserving left joins, :func:`late_dv_filter`).
     """
+    if plan.join == "insert_only" and not matched_only:
+        # Only source rows without any match can act: an anti-join, no target ids needed.
+        return unmatched_by_anti_join(plan, target, source, column_types)
     _check_helper_names([*target.columns, *source.columns])
     # scan_snapshot puts the hidden columns last; their names depend on the table's columns.
     target = target.toDF(*target.columns[:-2], FILE, ROW)
     tgt = target.alias(plan.target_alias)
     src = source.alias(plan.source_alias)
     on = F.expr(plan.on)
-    if plan.join == "insert_only" and not matched_only:
-        # Only source rows without any match can act: an anti-join, no target ids needed.
-        action = _group_case(plan, NOT_MATCHED)
-        joined = src.join(tgt, on, "left_anti")
-        return _classified(plan, joined, None, action, column_types, NOT_MATCHED)
     join = plan.join
     if matched_only:  # keep unmatched target rows only for NOT MATCHED BY SOURCE clauses
         join = "left" if plan.join == "full" else "inner"
@@ -169,6 +179,27 @@ def late_dv_filter(plan: MergePlan, split: bool) -> bool:
     join: only when every joined row of a target row comes from that row (inner or left
     join), never a source row kept because the row did not match (right/full/anti)."""
     return split or plan.join in ("inner", "left")
+
+
+def unmatched_by_anti_join(
+    plan: MergePlan,
+    target: DataFrame,
+    source: DataFrame,
+    column_types: dict[str, str],
+    drop_deleted: Callable[[DataFrame], DataFrame] | None = None,
+) -> DataFrame:
+    """Source rows no live target row matches under ON, classified by the NOT MATCHED
+    clauses: the source left-anti-joined with the target (which Spark broadcasts when it
+    is the small side). ``drop_deleted`` as in :func:`classify`, applied to the target's
+    rows before the join."""
+    _check_helper_names([*target.columns, *source.columns])
+    target = target.toDF(*target.columns[:-2], FILE, ROW)
+    if drop_deleted is not None:
+        target = drop_deleted(target)
+    src = source.alias(plan.source_alias)
+    joined = src.join(target.alias(plan.target_alias), F.expr(plan.on), "left_anti")
+    action = _group_case(plan, NOT_MATCHED)
+    return _classified(plan, joined, None, action, column_types, NOT_MATCHED)
 
 
 def unmatched_source(

@@ -8,6 +8,12 @@ bitmaps, as DML does anyway) and turns each into 32768-row buckets of 512 longs,
 row, only for buckets holding a deleted row; a broadcast left join on (file, bucket) and a
 bit test keep the live rows. No Python worker: the former filter, a pandas UDF on
 ``(_file, _row_index)``, paid a Python round trip per scan task.
+
+A small target with few deleted rows (``literals``) is filtered by a literal ``IN`` set of
+their long keys instead (:func:`~txsql.planner.dml.live_rows.drop_deleted_by_literals`): no
+broadcast, so no Spark job. Spark pushes that filter below the join into the target scan
+(it reads target columns only), where it costs a CRC per row: fine for a small target,
+not for a big one, which keeps the broadcast join.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import pyarrow as pa
 
 from txsql.dv.store import read_deletion_vector
 from txsql.log.actions import AddFile
+from txsql.planner.dml.live_rows import drop_deleted_by_literals
 from txsql.storage.factory import file_io_for
 
 if TYPE_CHECKING:
@@ -75,11 +82,18 @@ def drop_deleted_joined(
     files: Sequence[AddFile],
     file_column: str,
     row_column: str,
+    *,
+    literals: bool = False,
 ) -> DataFrame:
     """``df`` without the rows whose (``file_column``, ``row_column``) a DV of ``files``
-    deletes. Both columns must be non-NULL (target rows of an inner or left join)."""
+    deletes. Both columns must be non-NULL (target rows of an inner or left join).
+    ``literals``: try the literal ``IN`` filter first (small targets only)."""
     from pyspark.sql import functions as F
 
+    if literals:
+        filtered = drop_deleted_by_literals(df, root, files, (file_column, row_column))
+        if filtered is not None:
+            return filtered
     table = deleted_buckets(root, files)
     if table is None:
         return df

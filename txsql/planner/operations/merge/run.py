@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
@@ -75,6 +76,7 @@ from txsql.planner.operations.merge.plan import (
     operation_parameters,
     plan_merge,
 )
+from txsql.planner.operations.merge.small_target import run_small_target, small_target
 from txsql.planner.operations.merge.summary import (
     Summary,
     check_cardinality,
@@ -166,12 +168,12 @@ def _execute(
     table: str,
     metrics: dict[str, int],
 ) -> tuple[Summary, SourceRows | None, list[AddFile], DeletionOutcome, StatementChanges]:
-    """The Spark side of a MERGE: at most three jobs (source, new rows, summary).
+    """The Spark side of a MERGE: the source job, then one query for a small target
+    (:mod:`~txsql.planner.operations.merge.small_target`), else the persisted join.
 
     The source is persisted for the statement: the join, the source count and the
-    conflict check's copy of its ON columns all read the same rows. The classified rows
-    are persisted too: the write and the summary read them, so a non-deterministic
-    condition is evaluated once. Files written before a failure are removed.
+    conflict check's copy of its ON columns all read the same rows. Files written before
+    a failure are removed.
     """
     clock = time.perf_counter()
     new_files: list[AddFile] = []
@@ -183,40 +185,26 @@ def _execute(
             source_rows = capture_source(src, plan)
             num_source = mx.count_rows(source_rows.kept if source_rows is not None else src)
             types = _column_types(snapshot)
-            split = mx.splits_join(plan, num_source)
-            drop_deleted = None
-            scanned = files
-            if mx.late_dv_filter(plan, split):
-                # No DV expansion and anti-join over the whole target: the joined rows
-                # of deleted target rows are dropped after the join, in the same tasks.
-                scanned = without_dvs(files)
-                root = snapshot.table_root
-                drop_deleted = lambda df: drop_deleted_joined(  # noqa: E731
-                    ctx.spark, df, root, files, mx.FILE, mx.ROW
-                )
-            target_df = scan_files(ctx.spark, snapshot, scanned, with_row_ids=True)
-            classified = mx.classify(
-                plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted
-            )
+            small = small_target(plan, files, cdf_enabled(snapshot))
+            split = small or mx.splits_join(plan, num_source)
+            target_df, drop_deleted = _target_scan(ctx, plan, snapshot, files, split, small)
+
+            def write(rows: DataFrame) -> list[AddFile]:
+                return _write_new_rows(ctx, plan, rows, snapshot, table)
+
             with contextlib.ExitStack() as stack:
-                # Every row with a target row is in here (the split's second half has none).
-                rows = joined = stack.enter_context(mx.persisted(classified))
-                if split:  # the second half reads the first's matched source row ids
-                    rest = mx.unmatched_source(plan, rows, src, types)
-                    if inserts_deterministic(plan):
-                        # Cheap to evaluate twice (source and first half are cached), and
-                        # a cache of a cache costs Spark a job of its own.
-                        rows = rows.unionByName(rest)
-                    else:  # evaluated once: the written rows are the counted ones
-                        rows = stack.enter_context(mx.persisted(rows.unionByName(rest)))
-                # Job 2: new rows first, so a NOT NULL or cast failure stops the MERGE
-                # before any DV exists; job 3: counts, cardinality, per-file bitmaps.
-                # The write counts the rows per clause on the way (no job of its own).
-                counting, observed = rows, None
-                if plan.indexes(actions=("update", "insert")):
-                    counting, observed = observe_counts(plan, rows)
-                new_files = _write_new_rows(ctx, plan, counting, snapshot, table)
-                summary = summarize(plan, rows, joined, files, observed)
+                rows = None
+                if small:
+                    summary = run_small_target(
+                        plan, target_df, src, files, types, drop_deleted, write, new_files
+                    )
+                else:
+                    classified = mx.classify(
+                        plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted
+                    )
+                    summary, rows = _persisted_join(
+                        stack, plan, classified, src, files, types, split, write, new_files
+                    )
                 summary.num_source_rows = num_source
                 check_cardinality(plan, summary)
                 check_consistent(plan, summary, new_files)
@@ -225,7 +213,7 @@ def _execute(
                 outcome = DeletionOutcome()
                 if summary.changed:
                     outcome = delete_found_rows(ctx, snapshot, summary.changed, candidates=files)
-                    if cdf_enabled(snapshot):  # change rows need the persisted rows
+                    if rows is not None and cdf_enabled(snapshot):  # from the persisted rows
                         changes = merge_changes(ctx, snapshot, plan, rows, outcome, table)
                 metrics["rewriteTimeMs"] = _ms_since(clock)
     except BaseException:
@@ -233,6 +221,61 @@ def _execute(
         changes.cleanup()
         raise
     return summary, source_rows, new_files, outcome, changes
+
+
+def _target_scan(
+    ctx: RunContext,
+    plan: MergePlan,
+    snapshot: Snapshot,
+    files: list[AddFile],
+    split: bool,
+    small: bool,
+) -> tuple[DataFrame, Callable[[DataFrame], DataFrame] | None]:
+    """The target scan with row ids, and how deleted rows leave the join (None: the scan
+    applies the DVs itself)."""
+    if not mx.late_dv_filter(plan, split):
+        return scan_files(ctx.spark, snapshot, files, with_row_ids=True), None
+    # No DV expansion and anti-join over the whole target: the joined rows of deleted
+    # target rows are dropped after the join, in the same tasks.
+    root = snapshot.table_root
+
+    def drop_deleted(df: DataFrame) -> DataFrame:
+        return drop_deleted_joined(ctx.spark, df, root, files, mx.FILE, mx.ROW, literals=small)
+
+    return scan_files(ctx.spark, snapshot, without_dvs(files), with_row_ids=True), drop_deleted
+
+
+def _persisted_join(
+    stack: contextlib.ExitStack,
+    plan: MergePlan,
+    classified: DataFrame,
+    src: DataFrame,
+    files: list[AddFile],
+    types: dict[str, str],
+    split: bool,
+    write: Callable[[DataFrame], list[AddFile]],
+    written: list[AddFile],
+) -> tuple[Summary, DataFrame]:
+    """The classified rows persisted (the write and the summary read them, so a
+    non-deterministic condition is evaluated once); returns the summary and the rows."""
+    # Every row with a target row is in here (the split's second half has none).
+    rows = joined = stack.enter_context(mx.persisted(classified))
+    if split:  # the second half reads the first's matched source row ids
+        rest = mx.unmatched_source(plan, rows, src, types)
+        if inserts_deterministic(plan):
+            # Cheap to evaluate twice (source and first half are cached), and a cache of
+            # a cache costs Spark a job of its own.
+            rows = rows.unionByName(rest)
+        else:  # evaluated once: the written rows are the counted ones
+            rows = stack.enter_context(mx.persisted(rows.unionByName(rest)))
+    # Job 2: new rows first, so a NOT NULL or cast failure stops the MERGE before any DV
+    # exists; job 3: counts, cardinality, per-file bitmaps. The write counts the rows per
+    # clause on the way (no job of its own).
+    counting, observed = rows, None
+    if plan.indexes(actions=("update", "insert")):
+        counting, observed = observe_counts(plan, rows)
+    written += write(counting)
+    return summarize(plan, rows, joined, files, observed), rows
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:

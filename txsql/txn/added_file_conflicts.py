@@ -19,7 +19,7 @@ from txsql.txn.deleted_file_conflicts import file_actions, row_level_dv_updates,
 from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ScanRecord
-from txsql.txn.row_conflicts import files_of, row_details, same_row_hint, same_rows
+from txsql.txn.row_conflicts import fail_same_rows, same_rows
 from txsql.txn.winner import WinningCommit
 
 if TYPE_CHECKING:
@@ -152,7 +152,8 @@ def _append_conflict(
     if same:
         # An UPDATE/MERGE of rows we also matched: its new row versions are the "added
         # data", but the truth to tell is the same-row write, which no predicate avoids.
-        report.fail(
+        fail_same_rows(
+            report,
             ConcurrentAppendError,
             "a concurrent commit rewrote rows this transaction matched (and added their "
             "new versions, which this transaction should have read)",
@@ -160,8 +161,7 @@ def _append_conflict(
             partitions=partitions,
             files=[a.path for a in hits],
             rows=same,
-            row_details=row_details(ours, files_of(winner, ours, same), same),
-            hint=same_row_hint(winner),
+            ours=ours,
         )
     report.fail(
         ConcurrentAppendError,

@@ -196,7 +196,7 @@ def apply_dml_translation(
             output, data_change=True, deletion_vector=dv, stats=loosen_stats(output.stats)
         )
         state.remember(dv, rows)
-    _restage(state, removes, adds)
+    state.restage(removes, adds)
     files = set(read_set.files) | set(t.read_rows) | set(t.read_unknown)
     return replace(
         read_set,
@@ -206,16 +206,6 @@ def apply_dml_translation(
         rows_unknown=set(read_set.rows_unknown) | set(t.read_unknown),
         file_dvs={**read_set.file_dvs, **{p: t.outputs[p].dv_id for p in t.read_rows}},
     )
-
-
-def _restage(
-    state: RowLevelState, removes: Mapping[str, RemoveFile], adds: Mapping[str, AddFile]
-) -> None:
-    # RowLevelState keeps its own copy of our staged actions (for ``our_rows``); after a
-    # translation they describe other files, so refresh it and its cache.
-    state._removes = dict(removes)
-    state._adds = dict(adds)
-    state._ours = {}
 
 
 # --- a compaction that lost to a DML --------------------------------------------------------

@@ -18,7 +18,7 @@ from txsql.log.actions import Action, AddFile, RemoveFile
 from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
 from txsql.txn.isolation import changes_no_data
 from txsql.txn.joinread import harmless_removes
-from txsql.txn.row_conflicts import files_of, row_details, same_row_hint, same_rows
+from txsql.txn.row_conflicts import fail_same_rows, same_rows
 from txsql.txn.rowlevel import Rebase
 from txsql.txn.winner import WinningCommit
 
@@ -69,28 +69,27 @@ def check_row_level_deletes(
             if mine & deleted:
                 write_hits[path] = mine & deleted
             rebases.append(Rebase(path, add, mine))
-    files = {p: winner.dv_updates[p][1] for p in paths}
     if read_hits:
-        report.fail(
+        fail_same_rows(
+            report,
             ConcurrentDeleteReadError,
             "a concurrent commit deleted or updated rows this transaction read",
             rule="rows we matched were deleted by the winner (row level)",
             partitions=_labels(winner, read_hits),
             files=list(read_hits),
             rows=read_hits,
-            row_details=row_details(ours, files, read_hits),
-            hint=same_row_hint(winner),
+            ours=ours,
         )
     if write_hits:
-        report.fail(
+        fail_same_rows(
+            report,
             ConcurrentDeleteDeleteError,
             "a concurrent commit deleted or updated rows this transaction also changes",
             rule="both transactions deleted the same rows (row level)",
             partitions=_labels(winner, write_hits),
             files=list(write_hits),
             rows=write_hits,
-            row_details=row_details(ours, files, write_hits),
-            hint=same_row_hint(winner),
+            ours=ours,
         )
     return rebases
 
@@ -120,15 +119,15 @@ def check_deleted_files(
         rewrite = changes_no_data(file_actions(winner))
         same = {p: r for p, r in same_rows(winner, ours, row_level).items() if p in removed}
         if same and not rewrite:
-            report.fail(
+            fail_same_rows(
+                report,
                 ConcurrentDeleteReadError,
                 "a concurrent commit deleted or updated rows this transaction read",
                 rule=f"{rule}; it held rows we matched (same-row write, row level)",
                 partitions=partition_labels(removed[p].partition_values for p in same),
                 files=[removed[p].path for p in same],
                 rows=same,
-                row_details=row_details(ours, files_of(winner, ours, same), same),
-                hint=same_row_hint(winner),
+                ours=ours,
             )
         report.fail(
             ConcurrentDeleteReadError,

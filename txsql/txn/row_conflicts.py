@@ -10,12 +10,12 @@ hint that fits: no partition predicate avoids a same-row write.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pyroaring import BitMap64
 
-from txsql.errors import ConcurrentAppendError, ConcurrentDeleteDeleteError
+from txsql.errors import CommitConflictError, ConcurrentAppendError, ConcurrentDeleteDeleteError
 from txsql.log.actions import AddFile
 from txsql.log.predicate_eval import may_match_file
 from txsql.txn.explain import Reporter, colliding_rows, key_columns, partition_labels
@@ -64,6 +64,31 @@ def files_of(winner: WinningCommit, ours: TxnView, paths: Iterable[str]) -> dict
         if add is not None:
             out[p] = add
     return out
+
+
+def fail_same_rows(
+    report: Reporter,
+    error: type[CommitConflictError],
+    message: str,
+    *,
+    rule: str,
+    partitions: tuple[str, ...],
+    files: Sequence[str],
+    rows: Mapping[str, BitMap64],
+    ours: TxnView,
+) -> NoReturn:
+    """Raise ``error`` for a same-row write: the card names the rows (and, when first
+    asked, their key values); no predicate avoids it, so the hint says to re-run."""
+    report.fail(
+        error,
+        message,
+        rule=rule,
+        partitions=partitions,
+        files=files,
+        rows=rows,
+        row_details=row_details(ours, files_of(report.winner, ours, rows), rows),
+        hint=same_row_hint(report.winner),
+    )
 
 
 def same_row_hint(winner: WinningCommit) -> str:

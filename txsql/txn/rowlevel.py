@@ -99,6 +99,13 @@ class RowLevelState:
         self._bitmaps: dict[str, BitMap64] = {}
         self._ours: dict[str, BitMap64 | None] = {}
 
+    def restage(self, removes: Mapping[str, RemoveFile], adds: Mapping[str, AddFile]) -> None:
+        """Replace our staged removes and adds (a compaction's translation made them
+        describe other files); forgets the rows computed from the old ones."""
+        self._removes = dict(removes)
+        self._adds = dict(adds)
+        self._ours = {}
+
     def load(self, dv: DeletionVectorDescriptor | None) -> BitMap64:
         """The rows ``dv`` deletes (empty for no DV), cached by DV id."""
         if dv is None:

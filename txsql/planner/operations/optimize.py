@@ -31,13 +31,11 @@ from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
-from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
-from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result, scan_files, size_summary
-from txsql.planner.sql.predicates import predicate_sql, to_predicate
+from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
 from txsql.planner.sql.statements import OptimizeTable
 from txsql.result import Result
 from txsql.txn.readset import norm_path
@@ -76,7 +74,7 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     assert snapshot is not None
     predicate = _partition_predicate(statement, snapshot)
     zorder = _zorder_columns(statement, snapshot)
-    considered = [f for f in snapshot.files if _in_scope(predicate, f, snapshot)]
+    considered = files_in_partitions(snapshot, predicate)
     target_size = target_file_size(ctx, snapshot)
     bins = plan_bins(considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder))
     rewritten = [f for b in bins for f in b]
@@ -323,20 +321,6 @@ def _zorder_columns(statement: OptimizeTable, snapshot: Snapshot) -> tuple[str, 
             )
         out.append(names[column.lower()])
     return tuple(out)
-
-
-def _in_scope(predicate: Predicate, add: AddFile, snapshot: Snapshot) -> bool:
-    if predicate == TRUE:
-        return True
-    schema = parse_schema(snapshot.metadata.schema_string)
-    result = eval_partition(
-        predicate,
-        add.partition_values,
-        schema,
-        snapshot.partition_columns,
-        snapshot.column_mapping_mode,
-    )
-    return result is True
 
 
 def _key(add: AddFile) -> tuple[Any, ...]:

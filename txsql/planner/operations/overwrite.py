@@ -27,7 +27,6 @@ from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
-from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import (
     TRUE,
     And,
@@ -38,7 +37,6 @@ from txsql.log.predicates import (
     Or,
     Predicate,
 )
-from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.conform import conform_to_schema
@@ -50,7 +48,12 @@ from txsql.planner.dml.rewrite import (
     total_records,
 )
 from txsql.planner.sql.dialect import SPARK
-from txsql.planner.sql.predicates import plan_files, predicate_sql, to_predicate
+from txsql.planner.sql.predicates import (
+    files_in_partitions,
+    plan_files,
+    predicate_sql,
+    to_predicate,
+)
 from txsql.planner.sql.statements import InsertOverwrite
 from txsql.result import Result
 
@@ -89,7 +92,7 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
         parameters["isDynamicPartitionOverwrite"] = True
     elif static:
         predicate = _static_predicate(ctx, static, snapshot)
-        removed = [f for f in snapshot.files if _partition_true(predicate, f, snapshot)]
+        removed = files_in_partitions(snapshot, predicate)
         txn.record_scan(predicate, removed)
         parameters["predicate"] = json.dumps([_sql_of(static)])
     else:
@@ -264,18 +267,6 @@ def _spark_type(type_json: Any) -> str:
     from pyspark.sql.types import _parse_datatype_json_value
 
     return str(_parse_datatype_json_value(type_json).simpleString())
-
-
-def _partition_true(predicate: Predicate, add: AddFile, snapshot: Snapshot) -> bool:
-    schema = parse_schema(snapshot.metadata.schema_string)
-    result = eval_partition(
-        predicate,
-        add.partition_values,
-        schema,
-        snapshot.partition_columns,
-        snapshot.column_mapping_mode,
-    )
-    return result is True
 
 
 def _dynamic_removes(txn: Any, snapshot: Snapshot, adds: list[AddFile]) -> list[AddFile]:

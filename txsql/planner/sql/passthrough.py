@@ -31,11 +31,6 @@ def build_passthrough(expression: exp.Expr) -> SparkStatement | None:
     Raises:
         UnsupportedStatementError: the statement would write a table behind txsql's back.
     """
-    if isinstance(expression, exp.TruncateTable):
-        raise UnsupportedStatementError(
-            "TRUNCATE TABLE is not supported: Spark would delete the files behind txsql's log",
-            hint="Use DELETE FROM t (a logged, time-travelable delete of every row).",
-        )
     if isinstance(expression, exp.Command):
         word = (str(expression.this).split() or [""])[0].upper()
         if word in _WRITING_COMMANDS:

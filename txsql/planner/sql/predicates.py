@@ -342,6 +342,20 @@ def prune_files(snapshot: Snapshot, predicate: Predicate) -> tuple[list[AddFile]
     return kept, skipped
 
 
+def files_in_partitions(snapshot: Snapshot, predicate: Predicate) -> list[AddFile]:
+    """The files whose partition values make ``predicate`` (over partition columns) TRUE;
+    NULL or undecidable counts as not in."""
+    if predicate == TRUE:
+        return list(snapshot.files)
+    schema = parse_schema(snapshot.metadata.schema_string)
+    partitions, mode = snapshot.partition_columns, snapshot.column_mapping_mode
+    return [
+        f
+        for f in snapshot.files
+        if eval_partition(predicate, f.partition_values, schema, partitions, mode) is True
+    ]
+
+
 def plan_files(snapshot: Snapshot, predicate: Predicate, *, whole_files: bool) -> FilePlan:
     """Prune files and, if ``whole_files``, find those a partition-only predicate covers.
 

@@ -12,7 +12,8 @@ import pytest
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.log.actions import AddFile
-from txsql.log.predicate_eval import eval_partition, may_match_file
+from txsql.log.file_skipping import may_match_file
+from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import (
     FALSE,
     TRUE,

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from txsql.errors import ConcurrentAppendError
 from txsql.log.actions import AddFile
-from txsql.log.predicate_eval import eval_partition, may_match_file
+from txsql.log.file_skipping import may_match_file
+from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import TRUE, Predicate, split_predicate
 from txsql.txn.deleted_file_conflicts import file_actions, row_level_dv_updates, sentence
 from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example

@@ -17,7 +17,7 @@ from pyroaring import BitMap64
 
 from txsql.errors import CommitConflictError, ConcurrentAppendError, ConcurrentDeleteDeleteError
 from txsql.log.actions import AddFile
-from txsql.log.predicate_eval import may_match_file
+from txsql.log.file_skipping import may_match_file
 from txsql.txn.explain import Reporter, colliding_rows, key_columns, partition_labels
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.row_hooks import RowJoinChecker, RowSetChecker

@@ -22,7 +22,8 @@ from typing import Any
 from sqlglot import exp
 
 from txsql.log.actions import AddFile
-from txsql.log.predicate_eval import eval_partition, may_match_file
+from txsql.log.file_skipping import may_match_file
+from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import (
     TRUE,
     And,

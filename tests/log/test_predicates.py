@@ -13,6 +13,7 @@ import pytest
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.log.actions import AddFile
 from txsql.log.file_skipping import may_match_file
+from txsql.log.partition_values import serialize_partition_value
 from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import (
     FALSE,
@@ -34,7 +35,7 @@ from txsql.log.predicates import (
     split_predicate,
     to_sql,
 )
-from txsql.log.schema import PrimitiveType, parse_schema, serialize_partition_value
+from txsql.log.schema import PrimitiveType, parse_schema
 
 
 def schema(*cols: tuple[str, str], mapping: dict[str, str] | None = None):  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from tests.fixture_paths import find_fixtures
 from txsql.errors import SchemaError
 from txsql.log.actions import Metadata
 from txsql.log.codec import decode_commit
+from txsql.log.partition_values import parse_partition_value, serialize_partition_value
 from txsql.log.schema import (
     ArrayType,
     DataType,
@@ -21,11 +22,9 @@ from txsql.log.schema import (
     PrimitiveType,
     StructField,
     StructType,
-    parse_partition_value,
     parse_schema,
     physical_name,
     schema_to_json,
-    serialize_partition_value,
 )
 
 FIXTURES = find_fixtures()

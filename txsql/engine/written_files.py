@@ -19,6 +19,7 @@ from txsql.engine.schema import TableSchema
 from txsql.errors import DataFileError
 from txsql.log import schema as log_schema
 from txsql.log.actions import AddFile, Metadata
+from txsql.log.partition_values import parse_partition_value, serialize_partition_value
 from txsql.storage.filesystem import FileIO
 from txsql.storage.paths import join
 
@@ -98,6 +99,6 @@ def partition_values(rel: str, types: dict[str, log_schema.DataType]) -> dict[st
         if name not in types:
             continue
         raw = None if text == _HIVE_NULL else unquote(text)
-        typed = log_schema.parse_partition_value(raw, types[name])
-        values[name] = log_schema.serialize_partition_value(typed, types[name])
+        typed = parse_partition_value(raw, types[name])
+        values[name] = serialize_partition_value(typed, types[name])
     return {name: values.get(name) for name in types}

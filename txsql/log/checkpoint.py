@@ -27,11 +27,11 @@ from txsql.log.actions import (
     SetTransaction,
 )
 from txsql.log.codec import action_to_checkpoint_row
+from txsql.log.partition_values import parse_partition_value
 from txsql.log.schema import (
     DataType,
     DecimalType,
     PrimitiveType,
-    parse_partition_value,
     parse_schema,
     physical_name,
 )

@@ -16,6 +16,7 @@ from typing import Any
 
 from txsql.errors import SchemaError
 from txsql.log.actions import AddFile
+from txsql.log.partition_values import parse_partition_value
 from txsql.log.predicate_values import (
     Undecidable,
     coerce_literal,
@@ -43,7 +44,6 @@ from txsql.log.schema import (
     DataType,
     PrimitiveType,
     StructType,
-    parse_partition_value,
     physical_name,
 )
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from txsql.errors import SchemaError
+from txsql.log.partition_values import parse_partition_value
 from txsql.log.predicate_values import Undecidable, coerce_literal, compare_values, field_type
 from txsql.log.predicates import (
     And,
@@ -28,7 +29,6 @@ from txsql.log.predicates import (
 from txsql.log.schema import (
     DataType,
     StructType,
-    parse_partition_value,
     physical_name,
 )
 

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from txsql.errors import SchemaError
+from txsql.log.partition_values import parse_partition_value
 from txsql.log.predicates import (
     LiteralValue,
 )
@@ -23,7 +24,6 @@ from txsql.log.schema import (
     DecimalType,
     PrimitiveType,
     StructType,
-    parse_partition_value,
 )
 
 # Every integer of magnitude below 2**53 is a double exactly; comparisons between such a

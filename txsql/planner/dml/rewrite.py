@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from txsql.engine.scan import scan_snapshot
 from txsql.log.actions import AddFile
-from txsql.log.schema import parse_partition_value, parse_schema, physical_name
+from txsql.log.partition_values import parse_partition_value
+from txsql.log.schema import parse_schema, physical_name
 from txsql.log.snapshot import Snapshot
 from txsql.result import Result
 from txsql.txn.result import CommitResult

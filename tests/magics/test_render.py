@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import html
+import re
 
 from txsql.errors import ConcurrentDeleteReadError, SqlParseError
 from txsql.magics.conflict import ConflictCard
@@ -136,6 +138,33 @@ def test_history_timeline_marks_races() -> None:
     assert svg.startswith("<svg") and svg.count("<circle") == 4 and "<path" in svg
     view = HistoryView("t", rows[::-1], truncated=False)
     assert "<svg" in view._repr_html_() and "history of t: 4 versions" in repr(view)
+
+
+def test_timeline_labels_stay_inside_the_picture() -> None:
+    """Each label is centred on its dot; at 10 px sans-serif a character is at most about
+    6.5 px wide, so a label of n characters needs n * 3.25 px on each side of its x."""
+    operations = ["CREATE TABLE", "WRITE", "MERGE", "CREATE OR REPLACE TABLE AS SELECT"]
+    rows = [
+        {"version": v, "operation": op, "operationMetrics": {}} for v, op in enumerate(operations)
+    ]
+    svg = timeline_svg(commits_from_rows(rows))
+    width = float(re.search(r'width="([0-9.]+)"', svg).group(1))  # type: ignore[union-attr]
+    labels = re.findall(r'<text x="([0-9.]+)"[^>]*>([^<]*)</text>', svg)
+    assert len(labels) == 2 * len(operations)
+    for x, label in labels:
+        half = len(html.unescape(label)) * 3.25
+        assert float(x) - half >= 0 and float(x) + half <= width, (label, x, width)
+
+
+def test_history_view_is_compact_unless_all_columns() -> None:
+    maps = {"operationParameters": {"mode": "Append", "p" * 50: "x" * 400}}
+    rows = [
+        {"version": 0, "operation": "WRITE", "operationMetrics": {"numOutputRows": "3"}, **maps}
+    ]
+    compact = HistoryView("t", rows, truncated=False)._repr_html_()
+    assert "mode=Append" in compact and "numOutputRows=3" in compact and "x" * 100 not in compact
+    full = HistoryView("t", rows, truncated=False, all_columns=True)._repr_html_()
+    assert "operationParameters" in full and "x" * 400 in full
 
 
 def test_conflict_card_names_both_sides_and_the_overlap() -> None:

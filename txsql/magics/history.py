@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from txsql.magics.readable import HISTORY_SUMMARY_COLUMNS, history_summary
 from txsql.magics.render import (
     MUTED,
     Column,
@@ -116,18 +117,20 @@ def timeline_svg(commits: Sequence[Commit]) -> str:
     if not shown:
         return ""
     first = shown[0].version
-    width = 40 + _STEP * len(shown)
+    # Labels are centred on their dot and narrower than _STEP (see _short): half a step
+    # of margin on each side keeps the first and the last label inside the picture.
+    width = _STEP * len(shown)
     height = 96
     axis_y = 50
 
     def x(version: int) -> float:
-        return 30 + _STEP * (version - first)
+        return _STEP / 2 + _STEP * (version - first)
 
     parts = [
         f'<svg class="txsql-timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
         'font-size="10">',
-        f'<line x1="20" y1="{axis_y}" x2="{width - 10}" y2="{axis_y}" stroke="#999"/>',
+        f'<line x1="10" y1="{axis_y}" x2="{width - 10}" y2="{axis_y}" stroke="#999"/>',
     ]
     for commit in shown:
         race = commit.rebased_over
@@ -203,13 +206,25 @@ def _color(operation: str) -> str:
 class HistoryView:
     """What ``%txsql history t`` displays: the timeline above the history table."""
 
-    def __init__(self, table: str, rows: Sequence[Mapping[str, Any]], truncated: bool) -> None:
+    def __init__(
+        self,
+        table: str,
+        rows: Sequence[Mapping[str, Any]],
+        truncated: bool,
+        *,
+        all_columns: bool = False,
+    ) -> None:
         self.table = table
         self.rows = list(rows)
         self.truncated = truncated
         self.commits = commits_from_rows(self.rows)
+        # Compact by default: the full parameter and metric maps run off a notebook page.
+        self.all_columns = all_columns
+        self.columns = HISTORY_COLUMNS if all_columns else HISTORY_SUMMARY_COLUMNS
 
     def _cells(self) -> list[tuple[Any, ...]]:
+        if not self.all_columns:
+            return [history_summary(row) for row in self.rows]
         return [tuple(row.get(c.name) for c in HISTORY_COLUMNS) for row in self.rows]
 
     def _footer(self) -> str:
@@ -220,7 +235,7 @@ class HistoryView:
     def _repr_html_(self) -> str:
         return (
             f'<div class="txsql-history">{timeline_svg(self.commits)}'
-            f"{html_table(HISTORY_COLUMNS, self._cells())}"
+            f"{html_table(self.columns, self._cells())}"
             f'<div style="{MUTED};font-size:11px">{esc(self._footer())}</div></div>'
         )
 
@@ -228,7 +243,7 @@ class HistoryView:
         return "\n".join(
             [
                 timeline_text(self.commits),
-                text_table(HISTORY_COLUMNS, self._cells()),
+                text_table(self.columns, self._cells()),
                 self._footer(),
             ]
         )

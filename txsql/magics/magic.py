@@ -300,7 +300,8 @@ class TxSqlMagics(Magics, TxSql):
             table = session.table(" ".join(args))
             rows = history_rows(table.log, None if limit is None else limit + 1)
             truncated = limit is not None and len(rows) > limit
-            return HistoryView(table.name, rows[:limit] if limit is not None else rows, truncated)
+            shown = rows[:limit] if limit is not None else rows
+            return HistoryView(table.name, shown, truncated, all_columns=options.all_columns)
         wanted = parse_diff_args(args)
         return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
 

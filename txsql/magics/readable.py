@@ -133,35 +133,37 @@ def _common_folder(paths: list[str]) -> str:
     return common
 
 
+HISTORY_SUMMARY_COLUMNS = (
+    Column("version", "bigint"),
+    Column("timestamp", "UTC"),
+    Column("operation", "string"),
+    Column("parameters", "summary"),
+    Column("metrics", "summary"),
+)
+
+
 def history_table(fetched: Fetched) -> Table | None:
     names = [c.name for c in fetched.columns]
     if not {"version", "timestamp", "operation"} <= set(names):
         return None
-    rows = []
-    for values in fetched.rows:
-        row = dict(zip(names, values))
-        parameters = {
-            k: v
-            for k, v in (row.get("operationParameters") or {}).items()
-            if k not in _HIDDEN_PARAMETERS
-        }
-        rows.append(
-            (
-                row["version"],
-                utc_text(row["timestamp"]),
-                row["operation"],
-                summary(parameters),
-                summary(row.get("operationMetrics") or {}),
-            )
-        )
-    columns = (
-        Column("version", "bigint"),
-        Column("timestamp", "UTC"),
-        Column("operation", "string"),
-        Column("parameters", "summary"),
-        Column("metrics", "summary"),
+    rows = tuple(history_summary(dict(zip(names, values))) for values in fetched.rows)
+    return HISTORY_SUMMARY_COLUMNS, rows
+
+
+def history_summary(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """One DESCRIBE HISTORY row as :data:`HISTORY_SUMMARY_COLUMNS` show it."""
+    parameters = {
+        k: v
+        for k, v in (row.get("operationParameters") or {}).items()
+        if k not in _HIDDEN_PARAMETERS
+    }
+    return (
+        row.get("version"),
+        utc_text(row.get("timestamp")),
+        row.get("operation"),
+        summary(parameters),
+        summary(row.get("operationMetrics") or {}),
     )
-    return columns, tuple(rows)
 
 
 def utc_text(value: Any) -> Any:

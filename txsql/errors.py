@@ -577,7 +577,7 @@ class TableNotEnrolledError(TransactionError):
         tables: the names of the tables that are not enrolled.
     """
 
-    def __init__(self, tables: tuple[str, ...], statement: str = "") -> None:
+    def __init__(self, tables: tuple[str, ...]) -> None:
         self.tables = tables
         alters = "; ".join(
             f"ALTER TABLE {t} SET TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')"
@@ -586,7 +586,7 @@ class TableNotEnrolledError(TransactionError):
         shown = ", ".join(tables)
         super().__init__(
             f"a transaction writing several tables needs each one enrolled in multi-table "
-            f"transactions; {shown} is not{statement}",
+            f"transactions; {shown} {'is' if len(tables) == 1 else 'are'} not",
             hint=f"ROLLBACK, then run {alters} (other Delta writers can no longer write an "
             f"enrolled table), and run the transaction again.",
         )

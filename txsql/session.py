@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from txsql.planner import registry
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.idempotent import AppWrite, StatementSkipped, run_idempotent
+from txsql.planner.multi_commit import commit_description, commit_tables, roll_forward
 from txsql.planner.sql.build import build_statement
 from txsql.planner.sql.params import bind_parameters, used_parameters
 from txsql.planner.sql.script import ParsedStatement, parse_script
@@ -173,6 +173,7 @@ class Session:
         context.begin_statement()
         try:
             check_executors_import_txsql(self.spark)
+            roll_forward(self.warehouse)
             statement: Statement = build_statement(parsed.expression)
             control = isinstance(statement, (Begin, Commit, Rollback))
             if isinstance(statement, (Begin, Commit, Rollback)):
@@ -228,8 +229,8 @@ def _abort(explicit: ExplicitTransaction | None, error: BaseException, text: str
     message = (error.message if isinstance(error, TxSqlError) else str(error)).strip()
     cause = message.splitlines()[0] if message else type(error).__name__
     explicit.aborted = TransactionAbortedError(explicit.statements_run + 1, cause, text)
-    if explicit.txn is not None:
-        explicit.txn.abort()  # drop its staged actions now: nothing can commit them
+    for txn in explicit.writers.values():
+        txn.abort()  # drop its staged actions now: nothing can commit them
 
 
 def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:
@@ -242,12 +243,12 @@ def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:
     A read-only transaction is validated when it read two or more tables (one consistent
     snapshot of a single table is always serializable).
     """
-    txn = explicit.txn
-    serializable = explicit.isolation is IsolationLevel.SERIALIZABLE or (
-        txn is not None and txn.isolation_level is IsolationLevel.SERIALIZABLE
+    writers = explicit.writers
+    serializable = explicit.isolation is IsolationLevel.SERIALIZABLE or any(
+        w.isolation_level is IsolationLevel.SERIALIZABLE for w in writers.values()
     )
-    others = [r for root, r in explicit.reads.items() if txn is None or r is not txn]
-    if not serializable or (txn is None and len(others) < 2):
+    others = [r for root, r in explicit.reads.items() if root not in writers]
+    if not serializable or (not writers and len(others) < 2):
         return
     for reader in others:
         validate_reads(reader, _table_label(reader.table_root, warehouse))
@@ -312,30 +313,20 @@ def _transaction_control(
         try:
             validate_other_reads(explicit, ctx.catalog.warehouse)
         except TxSqlError:
-            if explicit.txn is not None:
-                explicit.txn.rollback()  # the COMMIT failed: nothing is written
+            for writer in explicit.writers.values():
+                writer.rollback()  # the COMMIT failed: nothing is written
             raise
     if isinstance(statement, Rollback) or explicit.txn is None:
-        if explicit.txn is not None:
-            explicit.txn.rollback()
+        for writer in explicit.writers.values():
+            writer.rollback()
         operation = "ROLLBACK" if isinstance(statement, Rollback) else "COMMIT"
         return Result(
             text, operation, read_version=explicit.read_version, message="nothing was written"
         )
+    if len(explicit.writers) > 1:
+        return commit_tables(ctx, explicit, text)
     txn = explicit.txn
-    statements = explicit.statements
-    if len({s.operation for s in statements}) == 1:
-        operation = statements[0].operation
-        parameters = statements[0].parameters if len(statements) == 1 else {}
-    else:
-        operation = "TXSQL TRANSACTION"
-        parameters = {"operations": json.dumps([s.operation for s in statements])}
-    if len(statements) > 1:
-        parameters = {**parameters, "statements": str(len(statements))}
-    metrics: dict[str, int] = {}
-    for s in statements:
-        for key, value in s.metrics.items():
-            metrics[key] = metrics.get(key, 0) + value
+    operation, parameters, metrics = commit_description(explicit.statements)
     committed = txn.commit(operation, parameters, metrics)
     if committed.skipped:  # a duplicate of our (appId, version) won the race
         return Result(
@@ -400,9 +391,8 @@ class TransactionHandle:
         if explicit is None or explicit.txn is None:
             return "nothing staged"
         ops = ", ".join(s.operation for s in explicit.statements) or "reads only"
-        return (
-            f"{len(explicit.statements)} statement(s) staged ({ops}) on {explicit.txn.table_root}"
-        )
+        tables = ", ".join(explicit.writers)
+        return f"{len(explicit.statements)} statement(s) staged ({ops}) on {tables}"
 
     def __enter__(self) -> TransactionHandle:
         return self

@@ -20,6 +20,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
 from txsql.txn.coordinator import coordinator_at
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.publish import roll_forward
 from txsql.txn.transaction import Transaction, commit_together
 
 ENROLLED = {features.MULTI_TABLE_PROPERTY: "true"}
@@ -148,8 +149,8 @@ def test_roll_forward_publishes_a_ratified_record(tmp_path: Path) -> None:
     (log_dir / staged).parent.mkdir(exist_ok=True)
     os.replace(log_dir / f"{1:020d}.json", log_dir / staged)
     coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
-    coordinator._published_through = None  # a fresh process knows nothing
-    assert coordinator.roll_forward() == 1
+    coordinator.forget()  # a fresh process knows nothing
+    assert roll_forward(coordinator) == 1
     info = next(a["commitInfo"] for a in raw_commit(b, 1) if "commitInfo" in a)
     assert info["txnId"] == tb.txn_id  # type: ignore[index]
 
@@ -161,9 +162,9 @@ def test_a_commit_behind_the_coordinators_back_is_reported(tmp_path: Path) -> No
     forged = [json.dumps({"commitInfo": {"txnId": "someone-else"}})]
     (log_dir / f"{1:020d}.json").write_text("\n".join(forged) + "\n")
     coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
-    coordinator._published_through = None
+    coordinator.forget()
     with pytest.raises(CorruptLogError, match="bypassed the coordinator"):
-        coordinator.roll_forward()
+        roll_forward(coordinator)
 
 
 def test_tables_of_different_coordinators_are_refused(tmp_path: Path) -> None:
@@ -173,3 +174,19 @@ def test_tables_of_different_coordinators_are_refused(tmp_path: Path) -> None:
     with pytest.raises(TransactionError, match="different coordinators"):
         commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
     assert a.latest_version() == 0 and b.latest_version() == 0
+
+
+def test_roll_forward_skips_a_table_dropped_after_its_group(tmp_path: Path) -> None:
+    import shutil
+
+    a = make_table(tmp_path, "a", ENROLLED)
+    writer(a, "f1").commit("WRITE")
+    shutil.rmtree(a.table_root)  # DROP TABLE removed the table with its log
+    coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
+    coordinator.forget()  # a fresh process knows nothing
+    assert roll_forward(coordinator) == 1  # nothing to publish, and no error
+    recreated = make_table(tmp_path, "a", ENROLLED)  # a new table at the same place
+    writer(recreated, "f1").commit("WRITE")
+    coordinator.forget()
+    writer(recreated, "f2").commit("WRITE")
+    assert recreated.latest_version() == 2

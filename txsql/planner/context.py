@@ -18,7 +18,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import SchemaError, TransactionError
+from txsql.errors import SchemaError, TableNotEnrolledError, TransactionError
 from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
@@ -43,14 +43,21 @@ class StagedStatement:
     operation: str
     parameters: dict[str, Any]
     metrics: dict[str, int]
+    table_root: str = ""  # the table the statement wrote
 
 
 @dataclass
 class ExplicitTransaction:
-    """A BEGIN ... COMMIT transaction; bound to a table by its first statement."""
+    """A BEGIN ... COMMIT transaction; bound to a table by its first write.
+
+    Writing a second table makes it a multi-table transaction: every table it writes must
+    be enrolled (``txsql.multiTableTransactions``), and COMMIT ratifies all at once.
+    """
 
     isolation: IsolationLevel | None = None
-    txn: Transaction | None = None
+    txn: Transaction | None = None  # the first table written
+    # Every table written, by root (the first is also ``txn``).
+    writers: dict[str, Transaction] = field(default_factory=dict)
     statements: list[StagedStatement] = field(default_factory=list)
     # Tables read before (or besides) the one written: each pinned at its first read, so
     # a transaction's reads are repeatable even before its first write binds it.
@@ -101,24 +108,45 @@ class RunContext:
             if self.app is not None:
                 self.app.bind(txn)
             return txn
-        if self.explicit.txn is None:
-            # The transaction that pinned this table at an earlier read becomes the writer.
-            txn = self.explicit.reads.get(log.table_root) or self._new_transaction(
-                log, self.explicit.isolation
-            )
-            if self.app is not None:
-                self.app.bind(txn)  # a skipped first statement leaves no transaction bound
-            self.explicit.txn = txn
+        explicit = self.explicit
+        writer = explicit.writers.get(log.table_root)
+        if writer is not None:
+            txn = writer
         else:
-            txn = self.explicit.txn
-            txn.require_table(log.table_root)
-            if self.app is not None:
-                self.app.bind(txn)
+            # The transaction that pinned this table at an earlier read becomes the writer.
+            txn = explicit.reads.get(log.table_root) or self._new_transaction(
+                log, explicit.isolation
+            )
+            if explicit.writers:
+                self._require_enrolled([*explicit.writers.values(), txn])
+            explicit.writers[log.table_root] = txn
+            if explicit.txn is None:
+                explicit.txn = txn
+        if self.app is not None:
+            self.app.bind(txn)  # a skipped first statement leaves no transaction bound
         self._record_writes(txn)
         from txsql.planner.dml.changes import statement_start  # local: it imports the engine
 
         self.explicit.statement_start = statement_start(txn)
         return txn
+
+    def _require_enrolled(self, writers: list[Transaction]) -> None:
+        """A transaction writing several tables: refuse a table that is not enrolled (the
+        statement fails before it stages anything; the transaction is then aborted)."""
+        missing = tuple(self.label(t.table_root) for t in writers if not t.enrolled)
+        if missing:
+            raise TableNotEnrolledError(missing)
+
+    def label(self, root: str) -> str:
+        """How users name the table at ``root``: ``t``, ``schema.t`` or ``delta.`path```."""
+        parent, _, name = root.rstrip("/").rpartition("/")
+        warehouse = self.catalog.warehouse.rstrip("/")
+        if parent.removeprefix("file:") == warehouse:
+            return name
+        grand, _, schema = parent.rpartition("/")
+        if schema.endswith(".db") and grand.removeprefix("file:") == warehouse:
+            return f"{schema[:-3]}.{name}"
+        return f"delta.`{root}`"
 
     def _record_writes(self, txn: Transaction) -> None:
         """Files written from now on in this statement are ``txn``'s."""
@@ -165,7 +193,9 @@ class RunContext:
         metrics: dict[str, int] | None = None,
     ) -> CommitResult | None:
         """Commit now (autocommit) or record the statement for the explicit COMMIT."""
-        explicit = self.explicit is not None and txn is self.explicit.txn
+        explicit = self.explicit is not None and any(
+            txn is w for w in self.explicit.writers.values()
+        )
         try:
             check_append_only(txn, operation)
         except AppendOnlyTableError:
@@ -178,7 +208,9 @@ class RunContext:
 
             record_statement_changes(self, txn, self.explicit.statement_start)
             self.explicit.statements.append(
-                StagedStatement(operation, dict(parameters or {}), dict(metrics or {}))
+                StagedStatement(
+                    operation, dict(parameters or {}), dict(metrics or {}), txn.table_root
+                )
             )
             return None
         committed = txn.commit(operation, parameters, metrics)
@@ -197,8 +229,9 @@ class RunContext:
         explicit = self.explicit
         if explicit is None:
             return None
-        if explicit.txn is not None and explicit.txn.table_root == log.table_root:
-            return explicit.txn
+        writer = explicit.writers.get(log.table_root)
+        if writer is not None:
+            return writer
         reader = explicit.reads.get(log.table_root)
         if reader is None:
             reader = explicit.reads[log.table_root] = self._new_transaction(log, explicit.isolation)
@@ -206,11 +239,12 @@ class RunContext:
 
     def snapshot(self, ref: TableRef) -> Snapshot:
         """The snapshot a read of ``ref`` sees: staged writes included inside BEGIN."""
-        explicit = self.explicit.txn if self.explicit else None
-        if explicit is not None and ref.version is None and ref.timestamp is None:
+        writers = self.explicit.writers if self.explicit else {}
+        if writers and ref.version is None and ref.timestamp is None:
             log = self.catalog.existing_log(ref)
-            if log.table_root == explicit.table_root:
-                current = explicit.current_snapshot()
+            writer = writers.get(log.table_root)
+            if writer is not None:
+                current = writer.current_snapshot()
                 if current is None:
                     raise TransactionError(f"table {ref.display} has no committed version yet")
                 return current

@@ -154,23 +154,19 @@ class Coordinator:
             return False
         return True
 
+    def published_through(self) -> int | None:
+        with self._lock:
+            return self._published_through
+
+    def forget(self) -> None:
+        """Know nothing about what is published (as a fresh process)."""
+        with self._lock:
+            self._published_through = None
+
     def mark_published(self, position: int) -> None:
         with self._lock:
             if self._published_through is None or position > self._published_through:
                 self._published_through = position
-
-    def roll_forward(self) -> int:
-        """Publish the newest record if a crashed writer left it unpublished; returns the
-        next free position (every record below it is then published)."""
-        from txsql.txn.publish import publish_record  # publish imports this module
-
-        latest = self.latest_position()
-        with self._lock:
-            known = self._published_through
-        if latest >= 0 and (known is None or latest > known):
-            publish_record(self.read(latest))
-        self.mark_published(latest)
-        return latest + 1
 
 
 _COORDINATORS: dict[str, Coordinator] = {}

@@ -48,7 +48,12 @@ from txsql.txn.coordinator import (
     now_ms,
 )
 from txsql.txn.own_files import require_added_files
-from txsql.txn.publish import publish_record, remove_published_staged, staged_name
+from txsql.txn.publish import (
+    publish_record,
+    remove_published_staged,
+    roll_forward,
+    staged_name,
+)
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import CommitLoop
 
@@ -68,6 +73,7 @@ class GroupMember:
     attempts: int = 0
     superseded: list[str] = field(default_factory=list)
     ledger: WrittenFiles | None = None  # records the DV files a rebase writes
+    name_in_errors: bool = False  # conflicts start with the label (groups of several)
 
 
 def commit_group(
@@ -90,6 +96,8 @@ def commit_group(
     members = [_member(loop, label) for loop, label in zip(loops, labels, strict=True)]
     for m, ledger in zip(members, ledgers or (), strict=False):
         m.ledger = ledger
+    for m in members:
+        m.name_in_errors = len(members) > 1
     coordinator = _one_coordinator(members)
     for m in members:
         m.loop.group_id = group_id
@@ -146,7 +154,7 @@ def _stage_and_ratify(
     members: Sequence[GroupMember], coordinator: Coordinator, group_id: str
 ) -> GroupRecord:
     max_attempts = min(m.loop.txn.max_attempts for m in members)
-    position = coordinator.roll_forward()
+    position = roll_forward(coordinator)
     for attempt in range(1, max_attempts + 1):
         staged_now = 0
         for m in members:
@@ -187,7 +195,8 @@ def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
         try:
             done = loop.absorb_winners(newest, attempt)
         except CommitConflictError as exc:
-            _name_table(exc, m.label)
+            if m.name_in_errors:
+                _name_table(exc, m.label)
             raise
         if done is not None:  # a winner holds our app version, or is our own commit
             raise TransactionError(

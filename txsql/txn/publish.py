@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import re
 
-from txsql.errors import CorruptLogError, VersionExistsError
+from txsql.errors import CorruptLogError, TxSqlError, VersionExistsError
 from txsql.log.actions import CommitInfo
 from txsql.log.codec import decode_commit
+from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.logstore import LogStore, log_store_for
 from txsql.storage.paths import commit_name
-from txsql.txn.coordinator import GroupRecord, Participant
+from txsql.txn.coordinator import Coordinator, GroupRecord, Participant
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,17 @@ _STAGED = re.compile(r"^(\d{20})\.[0-9a-fA-F-]{36}\.json$")
 def staged_name(version: int, attempt_id: str) -> str:
     """``_staged_commits/<version>.<uuid>.json``, relative to ``_delta_log``."""
     return f"{STAGED_DIR}/{version:020d}.{attempt_id}.json"
+
+
+def roll_forward(coordinator: Coordinator) -> int:
+    """Publish the coordinator's newest record if a crashed writer left it unpublished;
+    returns the next free position (every record below it is then published)."""
+    latest = coordinator.latest_position()
+    known = coordinator.published_through()
+    if latest >= 0 and (known is None or latest > known):
+        publish_record(coordinator.read(latest))
+    coordinator.mark_published(latest)
+    return latest + 1
 
 
 def publish_record(record: GroupRecord) -> None:
@@ -52,8 +64,11 @@ def publish_participant(participant: Participant) -> None:
     try:
         data = store.read_log_file(participant.staged_commit)
     except FileNotFoundError:
-        # Published meanwhile by another process, which then removed the staged file.
-        _require_ours(store, participant)
+        # A ratified staged commit is only ever deleted once its version is published, or
+        # with its table (DROP): either it was published meanwhile by another process, or
+        # the published version is gone with log cleanup or the table itself.
+        if store.fs.exists(store.log_path(commit_name(version))):
+            _require_ours(store, participant)
         return
     try:
         store.write_if_absent(version, data)
@@ -65,6 +80,8 @@ def _require_ours(store: LogStore, participant: Participant) -> None:
     actions = decode_commit(store.read_commit(participant.version))
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
     if info is None or info.txn_id != participant.txn_id:
+        if _table_replaced(store, participant):
+            return  # the table was dropped and created again since: not ours to finish
         raise CorruptLogError(
             f"version {participant.version} of {participant.table_root} was ratified by the "
             f"multi-table coordinator for txnId {participant.txn_id}, but the log holds "
@@ -73,6 +90,13 @@ def _require_ours(store: LogStore, participant: Participant) -> None:
             "(txsql.multiTableTransactions = true); stop the other writer and restore "
             "the version from the staged commit named in the coordinator record.",
         )
+
+
+def _table_replaced(store: LogStore, participant: Participant) -> bool:
+    try:
+        return DeltaLog(store).snapshot().metadata.id != participant.table_id
+    except TxSqlError:
+        return False
 
 
 def remove_published_staged(store: LogStore, latest: int) -> None:
@@ -88,6 +112,6 @@ def remove_published_staged(store: LogStore, latest: int) -> None:
             continue
         try:
             store.fs.delete(f"{directory}/{status.name}")
-        except (OSError, FileNotFoundError):
+        except (OSError, TxSqlError):
             logger.debug("could not delete staged commit %s", status.name, exc_info=True)
         crash_point("mtx_cleanup")

@@ -152,6 +152,9 @@ class TxSqlMagics(Magics, TxSql):
             with quiet_spark_error_logs():
                 return self._run(source, options)
         except TxSqlError as error:
+            # The failed cell's error, with its details (a conflict's rule and rows), for
+            # the next cell, as `_txsql` holds the last result.
+            self.user_ns["_txsql_error"] = error
             raise self._failure(error, source, options) from None
 
     # --- running SQL -------------------------------------------------------------------

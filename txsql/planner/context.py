@@ -112,6 +112,8 @@ class RunContext:
         writer = explicit.writers.get(log.table_root)
         if writer is not None:
             txn = writer
+            if self.app is not None:
+                self.app.bind(txn)
         else:
             # The transaction that pinned this table at an earlier read becomes the writer.
             txn = explicit.reads.get(log.table_root) or self._new_transaction(
@@ -119,11 +121,11 @@ class RunContext:
             )
             if explicit.writers:
                 self._require_enrolled([*explicit.writers.values(), txn])
+            if self.app is not None:
+                self.app.bind(txn)  # a skipped statement leaves the table unwritten
             explicit.writers[log.table_root] = txn
             if explicit.txn is None:
                 explicit.txn = txn
-        if self.app is not None:
-            self.app.bind(txn)  # a skipped first statement leaves no transaction bound
         self._record_writes(txn)
         from txsql.planner.dml.changes import statement_start  # local: it imports the engine
 

@@ -4,6 +4,7 @@
 t2, each with one row (id 0, amount 100).
 ``... transfer``: one group over the three tables; each gets a row (id 1) whose amounts
 sum to zero (-10, +4, +6), so the sum over all tables stays 300 after a whole group.
+``... transfers``: five such groups in a row (several processes run it at once).
 ``... touch``: a later txsql access: one single-table commit to t0 through the
 coordinator (row id 2, amount 0), which first rolls forward whatever a crash left.
 
@@ -76,6 +77,12 @@ def transfer(warehouse: str) -> None:
     commit_together(entries, list(TABLES))
 
 
+def transfers(warehouse: str) -> None:
+    """Five groups in a row (run by several processes at once: they race to ratify)."""
+    for _ in range(5):
+        transfer(warehouse)
+
+
 def touch(warehouse: str) -> None:
     txn = Transaction(DeltaLog.for_path(f"{warehouse}/t0"))
     txn.stage([data_file(txn.log, 2, 0)])
@@ -83,5 +90,6 @@ def touch(warehouse: str) -> None:
 
 
 if __name__ == "__main__":
-    {"create": create, "transfer": transfer, "touch": touch}[sys.argv[2]](sys.argv[1])
+    modes = {"create": create, "transfer": transfer, "transfers": transfers, "touch": touch}
+    modes[sys.argv[2]](sys.argv[1])
     print("done", flush=True)

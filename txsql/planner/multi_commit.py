@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from txsql.result import Result
 from txsql.txn.coordinator import COORDINATOR_DIR, coordinator_at
-from txsql.txn.publish import roll_forward as roll_forward_at
+from txsql.txn.coordinator import roll_forward as roll_forward_at
 from txsql.txn.transaction import commit_together
 
 if TYPE_CHECKING:

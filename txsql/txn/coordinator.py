@@ -6,6 +6,14 @@ the warehouse's own store. Its records are numbered positions, ``<position>.json
 group: table root, table id, version, staged commit file and the participant's txnId.
 Writing it is the commit point of the whole group (Delta RFC "group-ratify").
 
+Publishing a participant copies its staged commit to ``_delta_log/<version>.json`` with
+put-if-absent. It is idempotent: a commit already there carrying the participant's txnId
+counts as published (another process rolled the same record forward). A commit there
+with another txnId means some writer bypassed the coordinator: reported as a damaged log.
+A staged commit whose version is already published can never be ratified any more (a
+group proposing that version would find its coordinator position taken and re-stage), so
+cleanup may delete it, whether it was the published one or an orphan of a lost attempt.
+
 Invariant the writers keep (see :mod:`txsql.txn.group_commit`): before a writer puts
 record ``p`` it has published every record below ``p``. So at any moment only the newest
 record can still be unpublished, and rolling forward means publishing that one record.
@@ -14,19 +22,29 @@ record can still be unpublished, and rolling forward means publishing that one r
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from txsql.errors import CorruptLogError
+from txsql.errors import CorruptLogError, TxSqlError, VersionExistsError
+from txsql.log.actions import CommitInfo
+from txsql.log.codec import decode_commit
+from txsql.log.deltalog import DeltaLog
 from txsql.log.features import multi_table_enrolled
+from txsql.storage.crashpoints import crash_point
 from txsql.storage.factory import file_io_for
 from txsql.storage.filesystem import FileIO
-from txsql.storage.paths import parse_location
+from txsql.storage.logstore import LogStore, log_store_for
+from txsql.storage.paths import commit_name, parse_location
+
+logger = logging.getLogger(__name__)
 
 COORDINATOR_DIR = "_txsql_coordinator"
+STAGED_DIR = "_staged_commits"
+_STAGED = re.compile(r"^(\d{20})\.[0-9a-fA-F-]{36}\.json$")
 # Optional: a table whose coordinator is not the default one next to its parent directory.
 COORDINATOR_PROPERTY = "txsql.multiTableTransactions.coordinator"
 _RECORD = re.compile(r"^(\d{20})\.json$")
@@ -167,6 +185,95 @@ class Coordinator:
         with self._lock:
             if self._published_through is None or position > self._published_through:
                 self._published_through = position
+
+
+# --- publishing and roll forward ---------------------------------------------------
+
+
+def staged_name(version: int, attempt_id: str) -> str:
+    """``_staged_commits/<version>.<uuid>.json``, relative to ``_delta_log``."""
+    return f"{STAGED_DIR}/{version:020d}.{attempt_id}.json"
+
+
+def roll_forward(coordinator: Coordinator) -> int:
+    """Publish the coordinator's newest record if a crashed writer left it unpublished;
+    returns the next free position (every record below it is then published)."""
+    latest = coordinator.latest_position()
+    known = coordinator.published_through()
+    if latest >= 0 and (known is None or latest > known):
+        publish_record(coordinator.read(latest))
+    coordinator.mark_published(latest)
+    return latest + 1
+
+
+def publish_record(record: GroupRecord) -> None:
+    """Publish every participant of a ratified record (crash points between them)."""
+    for number, participant in enumerate(record.participants, start=1):
+        publish_participant(participant)
+        if number < len(record.participants):
+            crash_point(f"mtx_published_{number}")
+
+
+def publish_participant(participant: Participant) -> None:
+    store = log_store_for(participant.table_root)
+    version = participant.version
+    if store.fs.exists(store.log_path(commit_name(version))):
+        _require_ours(store, participant)
+        return
+    try:
+        data = store.read_log_file(participant.staged_commit)
+    except FileNotFoundError:
+        # A ratified staged commit is only ever deleted once its version is published, or
+        # with its table (DROP): either it was published meanwhile by another process, or
+        # the published version is gone with log cleanup or the table itself.
+        if store.fs.exists(store.log_path(commit_name(version))):
+            _require_ours(store, participant)
+        return
+    try:
+        store.write_if_absent(version, data)
+    except VersionExistsError:
+        _require_ours(store, participant)
+
+
+def _require_ours(store: LogStore, participant: Participant) -> None:
+    actions = decode_commit(store.read_commit(participant.version))
+    info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    if info is None or info.txn_id != participant.txn_id:
+        if _table_replaced(store, participant):
+            return  # the table was dropped and created again since: not ours to finish
+        raise CorruptLogError(
+            f"version {participant.version} of {participant.table_root} was ratified by the "
+            f"multi-table coordinator for txnId {participant.txn_id}, but the log holds "
+            f"another commit there: a writer bypassed the coordinator",
+            hint="Only txsql may write a table enrolled in multi-table transactions "
+            "(txsql.multiTableTransactions = true); stop the other writer and restore "
+            "the version from the staged commit named in the coordinator record.",
+        )
+
+
+def _table_replaced(store: LogStore, participant: Participant) -> bool:
+    try:
+        return DeltaLog(store).snapshot().metadata.id != participant.table_id
+    except TxSqlError:
+        return False
+
+
+def remove_published_staged(store: LogStore, latest: int) -> None:
+    """Delete staged commits at or below the published ``latest`` version; best effort."""
+    directory = store.log_path(STAGED_DIR)
+    try:
+        listed = store.fs.list_dir(directory)
+    except OSError:
+        return
+    for status in listed:
+        match = _STAGED.match(status.name)
+        if match is None or int(match.group(1)) > latest:
+            continue
+        try:
+            store.fs.delete(f"{directory}/{status.name}")
+        except (OSError, TxSqlError):
+            logger.debug("could not delete staged commit %s", status.name, exc_info=True)
+        crash_point("mtx_cleanup")
 
 
 _COORDINATORS: dict[str, Coordinator] = {}

@@ -46,14 +46,12 @@ from txsql.txn.coordinator import (
     coordinator_at,
     coordinator_root,
     now_ms,
-)
-from txsql.txn.own_files import require_added_files
-from txsql.txn.publish import (
     publish_record,
     remove_published_staged,
     roll_forward,
     staged_name,
 )
+from txsql.txn.own_files import require_added_files
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import CommitLoop
 

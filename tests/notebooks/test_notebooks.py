@@ -1,4 +1,5 @@
-"""Every notebook in notebooks/ runs end to end in a fresh kernel."""
+"""Every notebook in notebooks/ runs end to end in a fresh kernel, and its outputs look
+right in a browser (tests/notebooks/browser_check.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from tests.notebooks.browser_check import outputs_page, problems
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -54,4 +57,6 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
         if output.get("output_type") == "stream" and output.get("name") == "stderr"
     ]
     assert red == []
+    # What a reader sees: every output laid out on a 1000 px page in headless Chromium.
+    assert problems(outputs_page(notebook, path.name), tmp_path) == []
     print(f"{path.name}: {time.perf_counter() - started:.1f} s")

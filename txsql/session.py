@@ -18,12 +18,7 @@ from txsql.planner.multi_commit import commit_description, commit_tables, roll_f
 from txsql.planner.sql.build import build_statement
 from txsql.planner.sql.params import bind_parameters, used_parameters
 from txsql.planner.sql.script import ParsedStatement, parse_script
-from txsql.planner.sql.statements import (
-    Begin,
-    Commit,
-    Rollback,
-    Statement,
-)
+from txsql.planner.sql.statements import Begin, Commit, Rollback, Statement
 from txsql.planner.sql.syntax import quiet_sqlglot
 from txsql.result import Result
 from txsql.table import Table

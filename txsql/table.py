@@ -14,8 +14,8 @@ from txsql.planner.idempotent import AppWrite, StatementSkipped
 from txsql.planner.operations.describe import history_dataframe
 from txsql.planner.operations.writes import append_dataframe
 from txsql.planner.sql.nodes import table_ref
+from txsql.planner.sql.refs import TableRef
 from txsql.planner.sql.script import parse_statement, split_statements
-from txsql.planner.sql.statements import TableRef
 from txsql.streaming import foreach_batch_writer
 
 if TYPE_CHECKING:

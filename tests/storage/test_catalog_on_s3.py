@@ -8,7 +8,7 @@ import threading
 from tests.storage.moto_s3 import MotoS3
 from txsql.errors import TableExistsError
 from txsql.planner.catalog import Catalog
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.storage.factory import configure_storage, storage_context
 
 

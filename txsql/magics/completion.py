@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from txsql.planner.catalog import Catalog
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 
 _TABLE_CONTEXT = re.compile(
     r"\b(FROM|JOIN|INTO|UPDATE|TABLE|USING|HISTORY|DETAIL|RESTORE|OPTIMIZE|VACUUM|history|diff)"

@@ -27,8 +27,8 @@ from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
 from txsql.planner.sql.dialect import DIALECT
 from txsql.planner.sql.params import bind_parameters, parameter_names
+from txsql.planner.sql.refs import TableRef
 from txsql.planner.sql.script import ParsedStatement, parse_script
-from txsql.planner.sql.statements import TableRef
 from txsql.result import Result
 
 

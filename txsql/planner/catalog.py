@@ -33,7 +33,7 @@ from txsql.planner.schema_catalog import (
     SchemaInfo,
     check_identifier,
 )
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.storage.factory import file_io_for
 from txsql.storage.filesystem import FileIO
 from txsql.storage.paths import join, parse_location

@@ -23,7 +23,7 @@ from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.storage.written import WrittenFiles, activate, deactivate
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel

@@ -54,7 +54,7 @@ from txsql.planner.operations.update import run_update
 from txsql.planner.operations.vacuum import run_vacuum
 from txsql.planner.operations.views import run_create_view, run_spark_statement
 from txsql.planner.operations.writes import run_insert
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.command_statements import (
     AlterAddColumns,
     AlterAddConstraint,
     AlterColumn,
@@ -63,34 +63,38 @@ from txsql.planner.sql.statements import (
     AlterRenameColumn,
     AlterSetProperties,
     AlterUnsetProperties,
-    CloneTable,
-    CreateSchema,
-    CreateTable,
-    CreateView,
-    Delete,
     DescribeDetail,
-    DescribeHistory,
+    InsertOverwrite,
+    OptimizeTable,
+    RestoreTable,
+    VacuumTable,
+)
+from txsql.planner.sql.ddl_statements import (
+    CreateSchema,
     DescribeTable,
     DropSchema,
     DropTable,
-    Explain,
-    InsertInto,
-    InsertOverwrite,
-    Merge,
-    OptimizeTable,
-    Query,
     RenameTable,
-    RestoreTable,
     ShowColumns,
     ShowCreateTable,
     ShowSchemas,
     ShowTables,
     ShowTblProperties,
-    SparkStatement,
     TruncateTable,
-    Update,
     UseSchema,
-    VacuumTable,
+)
+from txsql.planner.sql.statements import (
+    CloneTable,
+    CreateTable,
+    CreateView,
+    Delete,
+    DescribeHistory,
+    Explain,
+    InsertInto,
+    Merge,
+    Query,
+    SparkStatement,
+    Update,
 )
 from txsql.result import Result
 

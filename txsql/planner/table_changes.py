@@ -23,7 +23,7 @@ from txsql.planner.catalog import sql_string, timestamp_ms
 from txsql.planner.context import RunContext
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

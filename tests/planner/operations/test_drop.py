@@ -20,7 +20,7 @@ from txsql.errors import (
 )
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog_entries import REGISTRY_DIR
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.storage.filesystem import LocalFileIO
 
 pytestmark = pytest.mark.spark

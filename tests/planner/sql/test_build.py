@@ -8,25 +8,25 @@ import pytest
 
 from txsql.errors import ConstraintDefinitionError, SqlError, UnsupportedStatementError
 from txsql.planner.sql.build import build_statement
+from txsql.planner.sql.command_statements import (
+    AlterAddConstraint,
+    AlterColumn,
+    AlterDropConstraint,
+    RestoreTable,
+)
+from txsql.planner.sql.refs import ColumnSpec, IdentitySpec, TableRef
 from txsql.planner.sql.script import parse_script
 from txsql.planner.sql.statements import (
     MATCHED,
     NOT_MATCHED,
     STATEMENT_NAMES,
-    AlterAddConstraint,
-    AlterColumn,
-    AlterDropConstraint,
     Begin,
-    ColumnSpec,
     Commit,
     CreateTable,
     Delete,
-    IdentitySpec,
     Merge,
-    RestoreTable,
     Rollback,
     Statement,
-    TableRef,
     Update,
 )
 

@@ -6,10 +6,8 @@ import pytest
 
 from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
 from txsql.planner.sql.build import build_statement
-from txsql.planner.sql.script import parse_script
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.ddl_statements import (
     CreateSchema,
-    DescribeHistory,
     DescribeTable,
     DropSchema,
     DropTable,
@@ -19,11 +17,12 @@ from txsql.planner.sql.statements import (
     ShowSchemas,
     ShowTables,
     ShowTblProperties,
-    Statement,
-    TableRef,
     TruncateTable,
     UseSchema,
 )
+from txsql.planner.sql.refs import TableRef
+from txsql.planner.sql.script import parse_script
+from txsql.planner.sql.statements import DescribeHistory, Statement
 
 
 def _build(sql: str) -> Statement:

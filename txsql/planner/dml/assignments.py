@@ -27,7 +27,8 @@ from sqlglot.errors import ParseError
 from txsql.errors import SchemaError
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.dml import column_path, path_sql
-from txsql.planner.sql.statements import ColumnPath, Merge
+from txsql.planner.sql.refs import ColumnPath
+from txsql.planner.sql.statements import Merge
 
 Field = Mapping[str, Any]  # one field of a Spark StructType's JSON
 

@@ -25,7 +25,8 @@ from txsql.log import features
 from txsql.log.actions import Protocol
 from txsql.planner.dml.assignments import merge_struct_assignments
 from txsql.planner.sql.dialect import SPARK
-from txsql.planner.sql.statements import ColumnSpec, Merge
+from txsql.planner.sql.refs import ColumnSpec
+from txsql.planner.sql.statements import Merge
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,6 +48,7 @@ _NON_DETERMINISTIC = frozenset(
 def rule_metadata(spec: ColumnSpec) -> dict[str, Any]:
     """The Delta field metadata for a column's GENERATED/IDENTITY/DEFAULT clauses.
 
+    >>> from txsql.planner.sql.refs import IdentitySpec
     >>> rule_metadata(ColumnSpec("id", "BIGINT", identity=IdentitySpec(5, 2, True)))
     {'delta.identity.start': 5, 'delta.identity.step': 2, 'delta.identity.allowExplicitInsert': False}
     """  # noqa: E501

@@ -22,7 +22,7 @@ from txsql.planner.context import RunContext
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.predicates import prune_files, to_predicate
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.planner.table_changes import substitute_table_changes
 from txsql.txn.transaction import Transaction
 

@@ -31,7 +31,7 @@ from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.rewrite import commit_result
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import FilePlan, plan_files, predicate_sql, to_predicate
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.result import Result
 from txsql.txn.transaction import Transaction
 

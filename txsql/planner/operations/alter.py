@@ -22,12 +22,12 @@ from txsql.log.actions import Action, Metadata, Protocol
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
 from txsql.planner.operations.columns import enable_mapping, map_new_fields
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.command_statements import (
     AlterAddColumns,
     AlterSetProperties,
     AlterUnsetProperties,
-    ColumnSpec,
 )
+from txsql.planner.sql.refs import ColumnSpec
 from txsql.result import Result
 from txsql.txn.transaction import Transaction
 

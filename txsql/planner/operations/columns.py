@@ -21,7 +21,7 @@ from txsql.log.actions import Metadata
 from txsql.log.schema import MAX_COLUMN_ID, assign_column_mapping, max_column_id
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
-from txsql.planner.sql.statements import AlterDropColumns, AlterRenameColumn
+from txsql.planner.sql.command_statements import AlterDropColumns, AlterRenameColumn
 from txsql.result import Result
 from txsql.txn.transaction import Transaction
 

@@ -23,7 +23,7 @@ from txsql.log.predicates import TRUE
 from txsql.planner.context import RunContext
 from txsql.planner.dml.column_defs import check_default, require_defaults_feature
 from txsql.planner.dml.rewrite import commit_result
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.command_statements import (
     AlterAddConstraint,
     AlterColumn,
     AlterDropConstraint,

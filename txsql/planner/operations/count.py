@@ -14,7 +14,7 @@ from sqlglot import exp
 from txsql.planner.context import RunContext
 from txsql.planner.dml.reads import is_txsql, read_snapshot, record_read
 from txsql.planner.sql.nodes import table_ref
-from txsql.planner.sql.statements import TableRef
+from txsql.planner.sql.refs import TableRef
 from txsql.result import Result
 
 SPARK_COUNT_NAME = "count(1)"

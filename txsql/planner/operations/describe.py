@@ -10,7 +10,8 @@ from txsql.log import features
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.sql.statements import DescribeDetail, DescribeHistory
+from txsql.planner.sql.command_statements import DescribeDetail
+from txsql.planner.sql.statements import DescribeHistory
 from txsql.result import Result
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from typing import Any
 from txsql.log import features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.sql.statements import DescribeTable, ShowColumns, ShowTblProperties, TableRef
+from txsql.planner.sql.ddl_statements import DescribeTable, ShowColumns, ShowTblProperties
+from txsql.planner.sql.refs import TableRef
 from txsql.result import Result
 
 DESCRIBE_SCHEMA = "col_name STRING, data_type STRING, comment STRING"

@@ -33,7 +33,8 @@ from txsql.errors import (
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import RunContext
-from txsql.planner.sql.statements import DropTable, TableRef
+from txsql.planner.sql.ddl_statements import DropTable
+from txsql.planner.sql.refs import TableRef
 from txsql.result import Result
 from txsql.storage.paths import LOG_DIR, classify_log_file, join, parse_location
 

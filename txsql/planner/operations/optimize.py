@@ -35,8 +35,8 @@ from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result, scan_files, size_summary
+from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
-from txsql.planner.sql.statements import OptimizeTable
 from txsql.result import Result
 from txsql.txn.readset import norm_path
 from txsql.txn.rowlevel import num_records

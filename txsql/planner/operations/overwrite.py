@@ -47,6 +47,7 @@ from txsql.planner.dml.rewrite import (
     scan_files,
     total_records,
 )
+from txsql.planner.sql.command_statements import InsertOverwrite
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import (
     files_in_partitions,
@@ -54,7 +55,6 @@ from txsql.planner.sql.predicates import (
     predicate_sql,
     to_predicate,
 )
-from txsql.planner.sql.statements import InsertOverwrite
 from txsql.result import Result
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from txsql.planner.context import RunContext
 from txsql.planner.operations.drop import refuse_in_transaction
-from txsql.planner.sql.statements import RenameTable
+from txsql.planner.sql.ddl_statements import RenameTable
 from txsql.result import Result
 
 

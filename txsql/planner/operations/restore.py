@@ -20,7 +20,7 @@ from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import timestamp_ms
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
-from txsql.planner.sql.statements import RestoreTable
+from txsql.planner.sql.command_statements import RestoreTable
 from txsql.result import Result
 from txsql.storage.factory import file_io_for
 from txsql.storage.paths import parse_location, resolve_in_root

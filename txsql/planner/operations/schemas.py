@@ -22,14 +22,14 @@ from txsql.errors import SchemaExistsError, SchemaNotEmptyError, SchemaNotFoundE
 from txsql.planner.catalog import DEFAULT_SCHEMA, check_identifier
 from txsql.planner.context import RunContext
 from txsql.planner.operations.drop import drop_table, refuse_in_transaction
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.ddl_statements import (
     CreateSchema,
     DropSchema,
     ShowSchemas,
     ShowTables,
-    TableRef,
     UseSchema,
 )
+from txsql.planner.sql.refs import TableRef
 from txsql.result import Result
 
 

@@ -17,7 +17,7 @@ from txsql.log.column_rules import CONSTRAINT_PREFIX, DEFAULT_KEY, GENERATION_KE
 from txsql.planner.catalog import sql_string
 from txsql.planner.context import RunContext
 from txsql.planner.operations.describe_table import columns, properties, type_string
-from txsql.planner.sql.statements import ShowCreateTable
+from txsql.planner.sql.ddl_statements import ShowCreateTable
 from txsql.result import Result
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

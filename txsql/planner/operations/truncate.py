@@ -12,7 +12,7 @@ import time
 
 from txsql.errors import TransactionError
 from txsql.planner.context import RunContext
-from txsql.planner.sql.statements import TruncateTable
+from txsql.planner.sql.ddl_statements import TruncateTable
 from txsql.result import Result
 
 

@@ -50,7 +50,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.operations.clone import PENDING_CLONE_MS, registered_clones
-from txsql.planner.sql.statements import VacuumTable
+from txsql.planner.sql.command_statements import VacuumTable
 from txsql.result import Result
 from txsql.storage.factory import file_io_for
 from txsql.storage.leftovers import (

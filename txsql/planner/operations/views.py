@@ -19,7 +19,8 @@ from txsql.planner.context import RunContext
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
-from txsql.planner.sql.statements import CreateView, SparkStatement, TableRef
+from txsql.planner.sql.refs import TableRef
+from txsql.planner.sql.statements import CreateView, SparkStatement
 from txsql.result import Result
 
 

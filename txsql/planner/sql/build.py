@@ -40,11 +40,11 @@ from txsql.planner.sql.nodes import (
     table_ref,
 )
 from txsql.planner.sql.passthrough import build_passthrough
+from txsql.planner.sql.refs import ColumnSpec
 from txsql.planner.sql.statements import (
     STATEMENT_NAMES,
     Begin,
     CloneTable,
-    ColumnSpec,
     Commit,
     CreateTable,
     CreateView,

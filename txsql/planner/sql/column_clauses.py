@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from txsql.errors import ConstraintDefinitionError, SqlError
 from txsql.planner.sql.dialect import SPARK
-from txsql.planner.sql.statements import ColumnSpec, IdentitySpec
+from txsql.planner.sql.refs import ColumnSpec, IdentitySpec
 
 
 def column_clause(spec: ColumnSpec, kind: exp.Expr) -> ColumnSpec | None:

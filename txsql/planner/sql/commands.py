@@ -11,10 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
-from txsql.planner.sql.constraints import build_constraint_action
-from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
-from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.command_statements import (
     AlterAddColumns,
     AlterDropColumns,
     AlterRenameColumn,
@@ -25,9 +22,12 @@ from txsql.planner.sql.statements import (
     InsertOverwrite,
     OptimizeTable,
     RestoreTable,
-    TableRef,
     VacuumTable,
 )
+from txsql.planner.sql.constraints import build_constraint_action
+from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
+from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
+from txsql.planner.sql.refs import TableRef
 
 
 def build_command(expression: exp.Expr) -> CommandStatement | None:

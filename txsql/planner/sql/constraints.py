@@ -6,13 +6,13 @@ from __future__ import annotations
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
-from txsql.planner.sql.dialect import SPARK
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.command_statements import (
     AlterAddConstraint,
     AlterColumn,
     AlterDropConstraint,
-    TableRef,
 )
+from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.refs import TableRef
 
 
 def build_constraint_action(

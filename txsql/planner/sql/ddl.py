@@ -11,10 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from txsql.errors import SqlError, UnsupportedStatementError
-from txsql.planner.sql.dialect import SPARK
-from txsql.planner.sql.nodes import no_time_travel, table_ref
-from txsql.planner.sql.show import Show
-from txsql.planner.sql.statements import (
+from txsql.planner.sql.ddl_statements import (
     CreateSchema,
     DdlStatement,
     DescribeTable,
@@ -26,10 +23,13 @@ from txsql.planner.sql.statements import (
     ShowSchemas,
     ShowTables,
     ShowTblProperties,
-    TableRef,
     TruncateTable,
     UseSchema,
 )
+from txsql.planner.sql.dialect import SPARK
+from txsql.planner.sql.nodes import no_time_travel, table_ref
+from txsql.planner.sql.refs import TableRef
+from txsql.planner.sql.show import Show
 
 _SCHEMA_KINDS = ("SCHEMA", "DATABASE")
 

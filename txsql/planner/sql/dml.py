@@ -10,7 +10,8 @@ from sqlglot import exp
 from txsql.errors import SqlError, UnsupportedStatementError
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
-from txsql.planner.sql.statements import ColumnPath, Delete, Update
+from txsql.planner.sql.refs import ColumnPath
+from txsql.planner.sql.statements import Delete, Update
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -13,7 +13,7 @@ from sqlglot import exp
 from txsql.errors import SqlError, UnsupportedStatementError
 from txsql.planner.sql.column_clauses import column_clause
 from txsql.planner.sql.dialect import SPARK
-from txsql.planner.sql.statements import ColumnSpec, TableRef
+from txsql.planner.sql.refs import ColumnSpec, TableRef
 
 
 def table_ref(table: exp.Table) -> TableRef:

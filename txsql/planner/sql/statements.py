@@ -1,4 +1,7 @@
-"""The typed statement model: what a parsed statement asks txsql to do."""
+"""The typed statement model: what a parsed statement asks txsql to do.
+
+DML, queries and transaction control live here, with :data:`Statement` (every kind) and
+:data:`STATEMENT_NAMES`; table maintenance and DDL statements have their own modules."""
 
 from __future__ import annotations
 
@@ -6,43 +9,38 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-ColumnPath = tuple[str, ...]
-"""A column as a SET clause names it: its name parts, unquoted (``s.a`` is ``("s", "a")``,
-`` `dot.col` `` is ``("dot.col",)``); the first part may be the table's name or alias."""
-
-
-@dataclass(frozen=True, slots=True)
-class TableRef:
-    """A table named in SQL: a warehouse name, or a path (``delta.`/path```)."""
-
-    name: str | None = None
-    path: str | None = None
-    version: int | None = None
-    timestamp: str | None = None
-
-    @property
-    def display(self) -> str:
-        return self.name if self.name is not None else f"delta.`{self.path}`"
-
-
-@dataclass(frozen=True, slots=True)
-class IdentitySpec:
-    """``GENERATED ALWAYS|BY DEFAULT AS IDENTITY (START WITH start INCREMENT BY step)``."""
-
-    start: int = 1
-    step: int = 1
-    always: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnSpec:
-    name: str
-    type_sql: str
-    nullable: bool = True
-    comment: str | None = None
-    generated: str | None = None  # GENERATED ALWAYS AS (expr): Spark SQL text
-    default: str | None = None  # DEFAULT expr: Spark SQL text
-    identity: IdentitySpec | None = None
+from txsql.planner.sql.command_statements import (
+    AlterAddColumns,
+    AlterAddConstraint,
+    AlterColumn,
+    AlterDropColumns,
+    AlterDropConstraint,
+    AlterRenameColumn,
+    AlterSetProperties,
+    AlterUnsetProperties,
+    CommandStatement,
+    DescribeDetail,
+    InsertOverwrite,
+    OptimizeTable,
+    RestoreTable,
+    VacuumTable,
+)
+from txsql.planner.sql.ddl_statements import (
+    CreateSchema,
+    DdlStatement,
+    DescribeTable,
+    DropSchema,
+    DropTable,
+    RenameTable,
+    ShowColumns,
+    ShowCreateTable,
+    ShowSchemas,
+    ShowTables,
+    ShowTblProperties,
+    TruncateTable,
+    UseSchema,
+)
+from txsql.planner.sql.refs import ColumnPath, ColumnSpec, TableRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,233 +188,6 @@ class Commit:
 @dataclass(frozen=True, slots=True)
 class Rollback:
     pass
-
-
-# --- table maintenance and overwrites (txsql.planner.sql.commands builds these) ---------------
-
-
-@dataclass(frozen=True, slots=True)
-class InsertOverwrite:
-    """``INSERT OVERWRITE [PARTITION (...)]`` or ``INSERT INTO ... REPLACE WHERE``.
-
-    ``partition`` maps each PARTITION column to its static value, or None for a dynamic
-    one; ``replace_where`` is the REPLACE WHERE condition.
-    """
-
-    target: TableRef
-    columns: tuple[str, ...] | None
-    query: exp.Expr
-    partition: tuple[tuple[str, exp.Expr | None], ...] | None = None
-    replace_where: exp.Expr | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AlterSetProperties:
-    target: TableRef
-    properties: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AlterUnsetProperties:
-    target: TableRef
-    keys: tuple[str, ...]
-    if_exists: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AlterAddColumns:
-    target: TableRef
-    columns: tuple[ColumnSpec, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AlterRenameColumn:
-    """ALTER TABLE t RENAME COLUMN a TO b (metadata-only; needs column mapping)."""
-
-    target: TableRef
-    old: str
-    new: str
-
-
-@dataclass(frozen=True, slots=True)
-class AlterDropColumns:
-    """ALTER TABLE t DROP COLUMN[S] [IF EXISTS] a[, b] (metadata-only; needs column mapping)."""
-
-    target: TableRef
-    columns: tuple[str, ...]
-    if_exists: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeDetail:
-    target: TableRef
-
-
-@dataclass(frozen=True, slots=True)
-class RestoreTable:
-    target: TableRef
-    version: int | None = None
-    timestamp: str | None = None  # a Spark SQL expression
-
-
-@dataclass(frozen=True, slots=True)
-class OptimizeTable:
-    """OPTIMIZE (bin-packing, optionally ZORDER BY) or, with ``purge``, REORG ... PURGE."""
-
-    target: TableRef
-    where: exp.Expr | None = None
-    zorder: tuple[str, ...] = ()
-    purge: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class VacuumTable:
-    target: TableRef
-    retain_hours: float | None = None
-    dry_run: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AlterAddConstraint:
-    """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)``; ``expression`` is Spark SQL."""
-
-    target: TableRef
-    name: str
-    expression: str
-
-
-@dataclass(frozen=True, slots=True)
-class AlterDropConstraint:
-    """``ALTER TABLE t DROP CONSTRAINT [IF EXISTS] name``."""
-
-    target: TableRef
-    name: str
-    if_exists: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AlterColumn:
-    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT``.
-
-    Exactly one change: ``nullable`` (False: SET NOT NULL), ``default`` (Spark SQL text),
-    or ``drop_default``.
-    """
-
-    target: TableRef
-    column: str
-    nullable: bool | None = None
-    default: str | None = None
-    drop_default: bool = False
-
-
-# --- DDL and catalog statements (txsql.planner.sql.ddl builds these) ------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class DropTable:
-    target: TableRef
-    if_exists: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TruncateTable:
-    target: TableRef
-
-
-@dataclass(frozen=True, slots=True)
-class RenameTable:
-    """``ALTER TABLE t RENAME TO u``: a catalog-only rename (the files stay in place)."""
-
-    target: TableRef
-    new_name: TableRef
-
-
-@dataclass(frozen=True, slots=True)
-class CreateSchema:
-    name: str
-    if_not_exists: bool = False
-    comment: str | None = None
-    location: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DropSchema:
-    name: str
-    if_exists: bool = False
-    cascade: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class UseSchema:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShowSchemas:
-    pattern: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShowTables:
-    schema: str | None = None
-    pattern: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeTable:
-    """``DESCRIBE [TABLE] [EXTENDED] t`` (the columns, then partitioning and details)."""
-
-    target: TableRef
-    extended: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ShowTblProperties:
-    target: TableRef
-    key: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShowColumns:
-    target: TableRef
-
-
-@dataclass(frozen=True, slots=True)
-class ShowCreateTable:
-    target: TableRef
-
-
-DdlStatement = (
-    DropTable
-    | TruncateTable
-    | RenameTable
-    | CreateSchema
-    | DropSchema
-    | UseSchema
-    | ShowSchemas
-    | ShowTables
-    | DescribeTable
-    | ShowTblProperties
-    | ShowColumns
-    | ShowCreateTable
-)
-
-
-CommandStatement = (
-    InsertOverwrite
-    | AlterAddConstraint
-    | AlterDropConstraint
-    | AlterColumn
-    | AlterSetProperties
-    | AlterUnsetProperties
-    | AlterAddColumns
-    | AlterRenameColumn
-    | AlterDropColumns
-    | DescribeDetail
-    | RestoreTable
-    | OptimizeTable
-    | VacuumTable
-)
 
 
 Statement = (

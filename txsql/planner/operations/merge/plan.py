@@ -20,11 +20,11 @@ from txsql.errors import SchemaError, UnsupportedStatementError
 from txsql.planner.dml.assignments import set_path, without_qualifier
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.dml import path_sql
+from txsql.planner.sql.refs import ColumnPath
 from txsql.planner.sql.statements import (
     MATCHED,
     NOT_MATCHED,
     NOT_MATCHED_BY_SOURCE,
-    ColumnPath,
     Merge,
     MergeClause,
 )

@@ -19,18 +19,16 @@ from sqlglot.errors import ParseError
 
 from txsql.errors import SqlError, SqlParseError, UnsupportedStatementError
 from txsql.planner.sql import commands, ddl, dml, merge
-from txsql.planner.sql.dialect import (
-    DIALECT,
-    SPARK,
+from txsql.planner.sql.delta_nodes import CloneTable as DialectClone
+from txsql.planner.sql.delta_nodes import (
     MergeWithEvolution,
     Optimize,
     Reorg,
     ReplaceTable,
     Restore,
-    Show,
     Vacuum,
 )
-from txsql.planner.sql.dialect import CloneTable as DialectClone
+from txsql.planner.sql.dialect import DIALECT, SPARK
 from txsql.planner.sql.nodes import (
     column_spec,
     no_time_travel,
@@ -41,6 +39,7 @@ from txsql.planner.sql.nodes import (
 )
 from txsql.planner.sql.passthrough import build_passthrough
 from txsql.planner.sql.refs import ColumnSpec
+from txsql.planner.sql.show import Show
 from txsql.planner.sql.statements import (
     STATEMENT_NAMES,
     Begin,

@@ -25,7 +25,8 @@ from txsql.planner.sql.command_statements import (
     VacuumTable,
 )
 from txsql.planner.sql.constraints import build_constraint_action
-from txsql.planner.sql.dialect import SPARK, Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
+from txsql.planner.sql.delta_nodes import Optimize, Reorg, Restore, UnsetTableProperties, Vacuum
+from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import column_spec, property_key, property_value, table_ref
 from txsql.planner.sql.refs import TableRef
 

@@ -57,7 +57,7 @@ def test_rollback_leaves_no_trace(s: txsql.Session) -> None:
 
 def test_one_table_per_transaction_unless_enrolled(s: txsql.Session) -> None:
     # Tables that are not enrolled in multi-table transactions (tests/planner/
-    # test_multi_commit.py covers enrolled ones): a second table voids the transaction.
+    # test_transaction_control.py covers enrolled ones): a second table voids the transaction.
     s.sql("CREATE TABLE other (id INT)")
     with pytest.raises(TransactionAbortedError, match="enrolled"), s.begin() as tx:
         tx.sql("INSERT INTO t VALUES (5)")

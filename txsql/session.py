@@ -9,21 +9,26 @@ from typing import TYPE_CHECKING, Any
 from txsql.engine.executors import check_executors_import_txsql
 from txsql.engine.releases import drain_releases
 from txsql.engine.spark_errors import quiet_spark_errors, statement_error
-from txsql.errors import SqlError, TransactionAbortedError, TransactionError, TxSqlError
+from txsql.errors import SqlError, TransactionError, TxSqlError
 from txsql.planner import registry
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
-from txsql.planner.idempotent import AppWrite, StatementSkipped, run_idempotent
-from txsql.planner.multi_commit import commit_description, commit_tables, roll_forward
+from txsql.planner.idempotent import AppWrite, run_idempotent
 from txsql.planner.sql.build import build_statement
 from txsql.planner.sql.params import bind_parameters, used_parameters
 from txsql.planner.sql.script import ParsedStatement, parse_script
 from txsql.planner.sql.statements import Begin, Commit, Rollback, Statement
 from txsql.planner.sql.syntax import quiet_sqlglot
+from txsql.planner.transaction_control import (
+    abort,
+    mention_earlier_commits,
+    refuse_if_aborted,
+    roll_forward,
+    transaction_control,
+)
 from txsql.result import Result
 from txsql.table import Table
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.read_validation import validate_reads
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -115,7 +120,7 @@ class Session:
             try:
                 result = self._run(parsed)
             except TxSqlError as e:
-                _mention_earlier_commits(e, done)
+                mention_earlier_commits(e, done)
                 raise
             done.append(result)
             return result
@@ -135,7 +140,7 @@ class Session:
         return statements
 
     def _run_control(self, statement: Commit | Rollback, text: str, ctx: RunContext) -> Result:
-        return _transaction_control(ctx, statement, text)
+        return transaction_control(ctx, statement, text)
 
     def begin(self, isolation: str | IsolationLevel | None = None) -> TransactionHandle:
         """Open an explicit transaction for interleaving (independent of SQL BEGIN)."""
@@ -172,26 +177,26 @@ class Session:
             statement: Statement = build_statement(parsed.expression)
             control = isinstance(statement, (Begin, Commit, Rollback))
             if isinstance(statement, (Begin, Commit, Rollback)):
-                result = _transaction_control(context, statement, source.text)
+                result = transaction_control(context, statement, source.text)
             else:
                 if explicit is not None:
-                    _refuse_if_aborted(explicit)
+                    refuse_if_aborted(explicit)
                 result = registry.runner(type(statement))(context, statement, source.text)
         except TxSqlError as e:
             e.locate(source.text, source.line, source.column)
             if not control:
-                _abort(explicit, e, source.text)
+                abort(explicit, e, source.text)
             raise
         except Exception as e:
             error = statement_error(
                 e, source.text, source.line, source.column, parameters=dict(parsed.parameters)
             )
             if not control:
-                _abort(explicit, error, source.text)
+                abort(explicit, error, source.text)
             raise error from None
         except BaseException as e:  # e.g. KeyboardInterrupt mid-statement: never commit half
             if not control:
-                _abort(explicit, e, source.text)
+                abort(explicit, e, source.text)
             raise
         finally:
             if explicit is not None and not control:
@@ -200,145 +205,6 @@ class Session:
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         result.parameters = dict(parsed.parameters)  # rows fetched later name a bad one
         return result
-
-
-def _refuse_if_aborted(explicit: ExplicitTransaction) -> None:
-    """Inside an aborted transaction only ROLLBACK runs (PostgreSQL's rule)."""
-    aborted = explicit.aborted
-    if isinstance(aborted, TransactionAbortedError):
-        # A fresh error each time: the session locates it at the refused statement.
-        raise TransactionAbortedError(
-            aborted.statement_number, aborted.cause, aborted.failed_statement
-        )
-
-
-def _abort(explicit: ExplicitTransaction | None, error: BaseException, text: str) -> None:
-    """A statement inside BEGIN failed: the transaction is void until ROLLBACK.
-
-    An exactly-once skip is not a failure, and a refused statement does not re-abort.
-    """
-    if explicit is None or explicit.aborted is not None:
-        return
-    if isinstance(error, (StatementSkipped, TransactionAbortedError)):
-        return
-    message = (error.message if isinstance(error, TxSqlError) else str(error)).strip()
-    cause = message.splitlines()[0] if message else type(error).__name__
-    explicit.aborted = TransactionAbortedError(explicit.statements_run + 1, cause, text)
-    for txn in explicit.writers.values():
-        txn.abort()  # drop its staged actions now: nothing can commit them
-
-
-def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:
-    """Serializable across tables: validate each table read but not written at COMMIT.
-
-    The written table is validated by its commit loop. Under Serializable (asked for with
-    BEGIN ISOLATION LEVEL or the written table's ``delta.isolationLevel``) every other
-    table read must be unchanged where it was read since it was pinned. WriteSerializable
-    validates only the written table, as Delta does; other tables' reads are a snapshot.
-    A read-only transaction is validated when it read two or more tables (one consistent
-    snapshot of a single table is always serializable).
-    """
-    writers = explicit.writers
-    serializable = explicit.isolation is IsolationLevel.SERIALIZABLE or any(
-        w.isolation_level is IsolationLevel.SERIALIZABLE for w in writers.values()
-    )
-    others = [r for root, r in explicit.reads.items() if root not in writers]
-    if not serializable or (not writers and len(others) < 2):
-        return
-    for reader in others:
-        validate_reads(reader, _table_label(reader.table_root, warehouse))
-
-
-def _table_label(root: str, warehouse: str) -> str:
-    """``name`` for a warehouse table, ``delta.`path``` otherwise (as users wrote it)."""
-    parent, _, name = root.rstrip("/").rpartition("/")
-    if parent.removeprefix("file:") == warehouse.rstrip("/"):
-        return name
-    return f"delta.`{root}`"
-
-
-_UNCHANGED = ("the table is unchanged", "nothing was committed")
-
-
-def _mention_earlier_commits(error: TxSqlError, done: list[Result]) -> None:
-    """Fix a hint claiming nothing changed when earlier statements of the script committed.
-
-    The failed statement itself changed nothing, but the script's earlier autocommitted
-    statements stand; saying "the table is unchanged" there would be false.
-    """
-    commits = [
-        f"{r.operation} {r.table or ''} v{r.version}".replace("  ", " ")
-        for r in done
-        if r.df is None and r.version is not None and r.operation != "SKIPPED"
-    ]
-    if not commits or not any(phrase in error.hint for phrase in _UNCHANGED):
-        return
-    shown = ", ".join(commits[:5]) + (f" and {len(commits) - 5} more" if len(commits) > 5 else "")
-    instead = (
-        f"this statement changed nothing, but earlier statements of the script committed "
-        f"({shown}) and stand"
-    )
-    for phrase in _UNCHANGED:
-        error.hint = error.hint.replace(phrase, instead)
-    error.args = (error._render(),)
-
-
-def _transaction_control(
-    ctx: RunContext, statement: Begin | Commit | Rollback, text: str
-) -> Result:
-    """BEGIN / COMMIT / ROLLBACK on a context (the session's, or a handle's)."""
-    if isinstance(statement, Begin):
-        if ctx.explicit is not None:
-            raise TransactionError(
-                "a transaction is already open", hint="COMMIT or ROLLBACK it before BEGIN."
-            )
-        level = IsolationLevel.parse(statement.isolation) if statement.isolation else None
-        ctx.explicit = ExplicitTransaction(level)
-        return Result(text, "BEGIN", message="transaction opened")
-    explicit = ctx.explicit
-    if explicit is None:
-        raise TransactionError(
-            f"{'COMMIT' if isinstance(statement, Commit) else 'ROLLBACK'} without BEGIN",
-            hint="Start a transaction with BEGIN.",
-        )
-    if isinstance(statement, Commit):
-        _refuse_if_aborted(explicit)  # the transaction stays open (aborted) until ROLLBACK
-    ctx.explicit = None
-    if isinstance(statement, Commit):
-        try:
-            validate_other_reads(explicit, ctx.catalog.warehouse)
-        except TxSqlError:
-            for writer in explicit.writers.values():
-                writer.rollback()  # the COMMIT failed: nothing is written
-            raise
-    if isinstance(statement, Rollback) or explicit.txn is None:
-        for writer in explicit.writers.values():
-            writer.rollback()
-        operation = "ROLLBACK" if isinstance(statement, Rollback) else "COMMIT"
-        return Result(
-            text, operation, read_version=explicit.read_version, message="nothing was written"
-        )
-    if len(explicit.writers) > 1:
-        return commit_tables(ctx, explicit, text)
-    txn = explicit.txn
-    operation, parameters, metrics = commit_description(explicit.statements)
-    committed = txn.commit(operation, parameters, metrics)
-    if committed.skipped:  # a duplicate of our (appId, version) won the race
-        return Result(
-            text,
-            "SKIPPED",
-            read_version=committed.read_version,
-            metrics={"num_affected_rows": 0},
-            message="skipped: this app version was already committed",
-        )
-    return Result(
-        text,
-        "COMMIT",
-        version=committed.version,
-        read_version=committed.read_version,
-        operation_metrics=dict(committed.commit_info.operation_metrics or {}),
-        message=f"committed {operation} as version {committed.version}",
-    )
 
 
 class TransactionHandle:
@@ -409,5 +275,5 @@ class TransactionHandle:
         if explicit.aborted is not None:
             # The body caught a statement's error and went on: never commit the rest.
             self.rollback()
-            _refuse_if_aborted(explicit)
+            refuse_if_aborted(explicit)
         self.commit()

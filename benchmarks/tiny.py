@@ -1,0 +1,149 @@
+"""The quickstart's 4-row table in a warm session: each statement, txsql vs plain Spark.
+
+Run: ``python benchmarks/tiny.py`` (``TXSQL_BENCH_RUNS`` timed runs per statement, default
+15, after 5 untimed ones). Prints, per statement, the medians (and minimums) of txsql and
+of plain Spark doing the bare work, measured alternately in the same session, the ratio,
+and txsql's ``spark_jobs``. Goals (issue 22): every statement <= 1.2x plain Spark, MERGE
+<= 0.5 s.
+
+The table is the quickstart's (``id, customer, amount, region``, partitioned by region,
+after an UPDATE and a DELETE, so it has deletion vectors); every txsql run works on a fresh
+copy of it. "Plain Spark" is a Parquet copy of the same rows and, per statement, only
+what the statement cannot avoid: INSERT appends the rows; UPDATE reads, changes the
+matching rows and writes them; DELETE finds the matching rows' file and position (what a
+deletion vector needs); MERGE writes the broadcast-joined updated rows plus the source
+rows without a match; SELECT collects the filtered rows. No log, no checks, no commit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+RUNS = int(os.environ.get("TXSQL_BENCH_RUNS", "15"))
+WARM = 5
+ROWS = (
+    "(1, 'ada', 120.0, 'eu'), (2, 'bob', 35.5, 'us'), (3, 'cy', 80.0, 'eu'), (4, 'dee', 15.0, 'us')"
+)
+STATEMENTS = {
+    "INSERT": "INSERT INTO {t} VALUES (5, 'eve', 60.0, 'eu'), (6, 'fay', 9.0, 'us')",
+    "UPDATE": "UPDATE {t} SET amount = amount * 1.1 WHERE region = 'eu'",
+    "DELETE": "DELETE FROM {t} WHERE amount < 40",
+    "MERGE": (
+        "MERGE INTO {t} AS o USING changes AS c ON o.id = c.id "
+        "WHEN MATCHED THEN UPDATE SET amount = c.amount WHEN NOT MATCHED THEN INSERT *"
+    ),
+    "SELECT": "SELECT id, customer, amount FROM {t} WHERE region = 'eu'",
+}
+
+
+def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], object]]:
+    from pyspark.sql import functions as F
+
+    def insert() -> object:
+        rows = [(5, "eve", 60.0, "eu"), (6, "fay", 9.0, "us")]
+        schema = "id BIGINT, customer STRING, amount DOUBLE, region STRING"
+        spark.createDataFrame(rows, schema).write.mode("append").parquet(out)
+        return None
+
+    def update() -> object:
+        changed = spark.read.parquet(plain).where("region = 'eu'")
+        changed.withColumn("amount", F.col("amount") * 1.1).write.mode("append").parquet(out)
+        return None
+
+    def delete() -> object:
+        found = spark.read.parquet(plain).where("amount < 40")
+        return found.select("_metadata.file_path", "_metadata.row_index").collect()
+
+    def merge() -> object:
+        target, source = spark.read.parquet(plain), spark.table("changes")
+        joined = target.alias("o").join(F.broadcast(source.alias("c")), "id")
+        updated = joined.select("id", "o.customer", F.col("c.amount").alias("amount"), "o.region")
+        inserted = source.join(target, "id", "left_anti")
+        updated.unionByName(inserted).write.mode("append").parquet(out)
+        return None
+
+    def select() -> object:
+        return (
+            spark.read.parquet(plain)
+            .where("region = 'eu'")
+            .select("id", "customer", "amount")
+            .collect()
+        )
+
+    return {"INSERT": insert, "UPDATE": update, "DELETE": delete, "MERGE": merge, "SELECT": select}
+
+
+def main() -> None:
+    import txsql
+    from txsql.engine.spark import local_session
+
+    spark = local_session("local[2]", "txsql-bench-tiny")
+    work = tempfile.mkdtemp(prefix="txsql-bench-tiny-")
+    try:
+        s = txsql.Session(spark=spark, warehouse=os.path.join(work, "wh"))
+        template = os.path.join(work, "template")
+        t = f"delta.`{template}`"
+        s.sql(
+            f"CREATE TABLE {t} (id BIGINT NOT NULL, customer STRING, amount DOUBLE, region STRING)"
+            " PARTITIONED BY (region)"
+        )
+        s.sql(f"INSERT INTO {t} VALUES {ROWS}")
+        s.sql(f"UPDATE {t} SET amount = amount * 1.1 WHERE region = 'eu'")
+        s.sql(f"DELETE FROM {t} WHERE amount < 20")
+        spark.createDataFrame(
+            [(2, "bob", 40.0, "us"), (5, "eve", 60.0, "eu")],
+            "id BIGINT, customer STRING, amount DOUBLE, region STRING",
+        ).createOrReplaceTempView("changes")
+        plain = os.path.join(work, "plain")
+        rows = s.sql(f"SELECT * FROM {t}").to_pandas()
+        spark.createDataFrame(rows).write.partitionBy("region").parquet(plain)
+        peers = plain_peers(spark, plain, os.path.join(work, "plain_out"))
+
+        copies = iter(range(10**6))
+
+        def ours(sql: str) -> tuple[float, Any]:
+            copy = os.path.join(work, f"copy{next(copies)}")
+            shutil.copytree(template, copy)
+            start = time.perf_counter()
+            result = s.sql(sql.format(t=f"delta.`{copy}`"))
+            if result.df is not None:
+                result.collect()
+            return time.perf_counter() - start, result.metrics.get("spark_jobs")
+
+        def theirs(peer: Callable[[], object]) -> float:
+            start = time.perf_counter()
+            peer()
+            return time.perf_counter() - start
+
+        header = ("statement", "txsql s", "(min)", "plain s", "(min)", "ratio")
+        print("{:10} {:>9} {:>7} {:>9} {:>7} {:>6}  jobs".format(*header))
+        for name, sql in STATEMENTS.items():
+            for _ in range(WARM):
+                ours(sql)
+                theirs(peers[name])
+            mine: list[float] = []
+            peer: list[float] = []
+            jobs = set()
+            for _ in range(RUNS):
+                seconds, job_count = ours(sql)
+                mine.append(seconds)
+                jobs.add(job_count)
+                peer.append(theirs(peers[name]))
+            a, b = statistics.median(mine), statistics.median(peer)
+            print(
+                f"{name:10} {a:9.3f} {min(mine):7.3f} {b:9.3f} {min(peer):7.3f} {a / b:5.2f}x"
+                f"  {sorted(j for j in jobs if j is not None)}"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -43,5 +43,5 @@ def test_a_new_version_of_known_files_does_not_ask_spark_for_their_paths(
     s.sql("DELETE FROM t WHERE id = 3")
     for path in Path(s.table("t").location).glob("*.parquet"):
         os.unlink(path)
-    with pytest.raises(DataFileError, match="missing"):
+    with pytest.raises(DataFileError, match="does not exist"):
         _ids(s)

@@ -146,10 +146,11 @@ def read_files(spark: SparkSession, schema: TableSchema, files: list[ScanFile]) 
     """One Parquet scan over ``files``; fills in each file's ``spark_path``."""
     paths = [_escape_glob(f.local_path) for f in files]
     local_paths = [f.local_path for f in files]
-    # Spark refuses a missing path itself, but untyped; a known path skips inputFiles().
+    # Known paths skip inputFiles(). A file gone since is left to Spark's listing below,
+    # whose error is typed and diagnosed (e.g. as a version VACUUM emptied) as ever.
     known = _SPARK_PATHS.get_all(id(spark), local_paths)
-    if known is not None:
-        raise_missing([p for p in local_paths if not is_present(p)])
+    if known is not None and not all(is_present(p) for p in local_paths):
+        known = None
     with _listing_on_driver(spark, len(paths)):
         df = spark.read.schema(schema.physical_read_schema()).parquet(*paths)
     if known is None:

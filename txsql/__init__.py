@@ -15,6 +15,7 @@ __all__ = [
     "errors",
     "load_ipython_extension",
     "local_spark",
+    "teaching",
 ]
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ def __getattr__(name: str) -> Any:
         from txsql.result import Result
 
         return Result
+    if name == "teaching":  # Hermitage's anomalies, runnable (notebook 03)
+        import txsql.teaching
+
+        return txsql.teaching
     raise AttributeError(f"module 'txsql' has no attribute {name!r}")
 
 

@@ -247,17 +247,13 @@ _PROPERTY_FEATURES = {
 }
 
 
-def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
-    """The protocol txsql writes in version 0 for a table with these properties.
-
-    >>> protocol_for_new_table({"delta.enableDeletionVectors": "true"})
-    Protocol(min_reader_version=3, min_writer_version=7, reader_features=('deletionVectors',), writer_features=('deletionVectors',), extra=None)
-    >>> protocol_for_new_table({})
-    Protocol(min_reader_version=1, min_writer_version=2, reader_features=None, writer_features=None, extra=None)
+def features_for_properties(configuration: Mapping[str, str]) -> list[str]:
+    """The table features these table properties turn on: the one list CREATE TABLE and
+    ALTER TABLE ... SET TBLPROPERTIES both use.
 
     Raises:
         UnsupportedFeatureError: the properties ask for a feature txsql cannot write.
-    """  # noqa: E501
+    """
     wanted: list[str] = []
     if properties.deletion_vectors_enabled(configuration):
         wanted.append("deletionVectors")
@@ -265,6 +261,8 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
         wanted.append("inCommitTimestamp")
     if properties.change_data_feed_enabled(configuration):
         wanted.append("changeDataFeed")
+    if properties.append_only(configuration):
+        wanted.append("appendOnly")
     for key, value in configuration.items():
         # Explicit opt-ins: 'delta.feature.<name>' = 'supported'.
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
@@ -281,12 +279,25 @@ def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
         wanted.append("columnMapping")
     if refused:
         _refuse("features", refused, WRITER_FEATURES_SUPPORTED)
-    if not wanted:
+    return wanted
+
+
+def protocol_for_new_table(configuration: Mapping[str, str]) -> Protocol:
+    """The protocol txsql writes in version 0 for a table with these properties: legacy
+    versions (1, 2) when nothing beyond appendOnly (which writer version 2 has) is wanted.
+
+    >>> protocol_for_new_table({"delta.enableDeletionVectors": "true"})
+    Protocol(min_reader_version=3, min_writer_version=7, reader_features=('deletionVectors',), writer_features=('deletionVectors',), extra=None)
+    >>> protocol_for_new_table({"delta.appendOnly": "true"})
+    Protocol(min_reader_version=1, min_writer_version=2, reader_features=None, writer_features=None, extra=None)
+
+    Raises:
+        UnsupportedFeatureError: the properties ask for a feature txsql cannot write.
+    """  # noqa: E501
+    wanted = features_for_properties(configuration)
+    if all(name == "appendOnly" for name in wanted):
         return Protocol(1, 2)
-    upgraded = with_features(Protocol(1, 1), writer=wanted)
-    if properties.append_only(configuration):
-        upgraded = with_features(upgraded, writer=["appendOnly"])
-    return upgraded
+    return with_features(Protocol(1, 1), writer=wanted)
 
 
 def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:

@@ -250,23 +250,7 @@ def upgrade_protocol(protocol: Protocol, configuration: dict[str, str]) -> Proto
     Raises:
         UnsupportedFeatureError: the configuration asks for a feature txsql cannot write.
     """
-    # Reuse the CREATE TABLE rules to refuse features txsql cannot maintain.
-    features.protocol_for_new_table(configuration)
-    wanted: list[str] = []
-    if properties.deletion_vectors_enabled(configuration):
-        wanted.append("deletionVectors")
-    if properties.append_only(configuration):
-        wanted.append("appendOnly")
-    if properties.in_commit_timestamps_enabled(configuration):
-        wanted.append("inCommitTimestamp")
-    if properties.change_data_feed_enabled(configuration):
-        wanted.append("changeDataFeed")
-    if properties.column_mapping_mode(configuration).lower() == "name":
-        wanted.append("columnMapping")
-    for key, value in configuration.items():
-        if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):
-            wanted.append(key[len("delta.feature.") :])
-    return features.with_features(protocol, writer=wanted)
+    return features.with_features(protocol, writer=features.features_for_properties(configuration))
 
 
 def _begin(ctx: RunContext, target: Any) -> tuple[Transaction, Metadata, Protocol]:

@@ -43,10 +43,8 @@ if TYPE_CHECKING:
 SMALL_TARGET_ROWS_ENV = "TXSQL_MERGE_SMALL_TARGET_MAX_ROWS"
 """Targets whose files hold at most this many rows (default ``_DEFAULT_MAX_ROWS``, never
 above ``DIRECT_ROWS``) run as one query; tests set it to 0 to run the persisted join."""
-# Measured (warm, 2-core machine under load 15-20, medians of 3, one process): 4-row
-# quickstart MERGE, see the commit notes; 1M rows / 10 files, 20k-row source: one query
-# 20.3 s vs the persisted join 18.6 s (the anti-join scans the target a second time): no
-# win there, so only small targets take it.
+# The anti-join scans the target a second time, so big targets keep the persisted join
+# (figures: benchmarks/README.md, "MERGE into a small target").
 _DEFAULT_MAX_ROWS = 100_000
 _ROW_BITS = 32  # a key is crc32(file) << 32 | row index
 _ACTING, _IDLE, _COUNTS = "acting", "idle", "counts"  # observed metrics

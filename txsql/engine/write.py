@@ -29,11 +29,11 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.file_stats import file_stats, stats_leaves
+from txsql.engine.scan_columns import sql_type
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.engine.write_rules import apply_write_rules, rule_error
 from txsql.engine.written_files import (
@@ -104,7 +104,7 @@ def write_data_files(
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     if enforce:
         df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
-    projected = df.select(_physical_columns(df, schema))
+    projected = df.selectExpr(*_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))
@@ -226,7 +226,9 @@ def _with_field_ids(df: DataFrame, schema: TableSchema, field_ids: dict[str, int
     )
 
 
-def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:
+def _physical_columns(df: DataFrame, schema: TableSchema) -> list[str]:
+    """The table's columns of ``df`` cast to their physical types, as SQL text (a
+    ``Column`` built per part costs a py4j round trip per part: see ``scan_columns``)."""
     given = {c.lower(): c for c in df.columns}
     wanted = {c.logical_name.lower() for c in schema.columns}
     extra = [c for c in df.columns if c.lower() not in wanted]
@@ -239,7 +241,8 @@ def _physical_columns(df: DataFrame, schema: TableSchema) -> list[Column]:
             hint="Name every table column exactly once (NULL for unknown values).",
         )
     return [
-        F.col(quote(given[c.logical_name.lower()])).cast(c.physical_type).alias(c.physical_name)
+        f"CAST({quote(given[c.logical_name.lower()])} AS {sql_type(c.physical_type)})"
+        f" AS {quote(c.physical_name)}"
         for c in schema.columns
     ]
 

@@ -13,7 +13,7 @@ from txsql.errors import IdentityColumnError, SchemaError
 from txsql.log.column_rules import DEFAULT_KEY, GENERATION_KEY, identity_of
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 
 def conform_to_schema(
@@ -36,15 +36,20 @@ def conform_to_schema(
         IdentityColumnError: ``inserting`` new rows with a value for a GENERATED ALWAYS
             identity column (UPDATE and MERGE rewrite rows that already have theirs).
     """
-    from pyspark.sql import functions as F
+    # Deferred: pyspark loads on first use, not when the magic is imported.
     from pyspark.sql.types import StructType
+
+    from txsql.engine.scan_columns import sql_type
+    from txsql.engine.schema import quote
 
     schema = StructType.fromJson(schema_json)
     target_names = [f.name for f in schema.fields]
-    # Query columns are matched by position, as Spark does: rename them to unique names so
-    # duplicate output names (INSERT ... SELECT 2, 'c', 2) are never ambiguous.
-    source = [f"_c{i}" for i in range(len(df.columns))]
-    df = df.toDF(*source)
+    # Query columns are matched by position, as Spark does. Duplicate output names
+    # (INSERT ... SELECT 2, 'c', 2) would be ambiguous: only then rename them all.
+    source = list(df.columns)
+    if len({name.lower() for name in source}) < len(source):
+        source = [f"_c{i}" for i in range(len(source))]
+        df = df.toDF(*source)
     if columns is None:
         if len(source) != len(target_names):
             raise SchemaError(
@@ -70,7 +75,7 @@ def conform_to_schema(
             )
         mapping = {lowered[c.lower()]: s for c, s in zip(columns, source)}
     computed = computed_columns(schema_json)
-    projected: list[Column] = []
+    projected: list[str] = []
     for field in schema.fields:
         source_name = mapping.get(field.name)
         if source_name is None and field.name.lower() in computed:
@@ -84,12 +89,10 @@ def conform_to_schema(
                     else " (INSERT without a column list gives it a value)"
                 )
             )
-        if source_name is None:
-            value = F.lit(None).cast(field.dataType)
-        else:
-            value = F.col(f"`{source_name}`").cast(field.dataType)
-        projected.append(value.alias(field.name))
-    return df.select(*projected)
+        value = "NULL" if source_name is None else quote(source_name)
+        projected.append(f"CAST({value} AS {sql_type(field.dataType)}) AS {quote(field.name)}")
+    # SQL text: one py4j round trip, where a Column costs several per part (scan_columns).
+    return df.selectExpr(*projected)
 
 
 def computed_columns(schema_json: dict[str, Any]) -> dict[str, str]:

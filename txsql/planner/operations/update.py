@@ -45,7 +45,6 @@ _SET = "__txsql_set_{}"  # base of the SET value columns, made fresh per stateme
 
 def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     started = time.perf_counter()
     target = open_target(ctx, statement.target, statement.alias, statement.where, "UPDATE")
@@ -91,11 +90,10 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 written_from = matched if observer is None else observer.observe(matched)
                 index = {column: i for i, (column, _) in enumerate(assignments)}
                 values = [
-                    F.col(quote(set_names[index[name]])) if name in index else F.col(quote(name))
-                    for name in fields
+                    quote(set_names[index[name]] if name in index else name) for name in fields
                 ]
                 new_rows = conform_to_schema(
-                    written_from.select(*values), snapshot.schema_json, None, target.display
+                    written_from.selectExpr(*values), snapshot.schema_json, None, target.display
                 )
                 from txsql.engine.write import write_data_files
 

@@ -597,6 +597,46 @@ class TableNotEnrolledError(TransactionError):
         )
 
 
+class PreparedTransactionExistsError(TransactionError):
+    """PREPARE TRANSACTION named an id the warehouse's coordinator already holds (prepared,
+    committed or rolled back): ids are never reused, so COMMIT PREPARED stays idempotent."""
+
+    default_hint = (
+        "Choose another id (e.g. your sink's checkpoint id); SHOW TRANSACTIONS lists the "
+        "ids in use. The transaction was not prepared; ROLLBACK or PREPARE it again."
+    )
+
+
+class PreparedTransactionNotFoundError(TransactionError):
+    """COMMIT PREPARED / ROLLBACK PREPARED named an id no PREPARE TRANSACTION wrote."""
+
+    default_hint = "SHOW TRANSACTIONS lists the prepared transactions and their ids."
+
+
+class PreparedTransactionCommittedError(TransactionError):
+    """ROLLBACK PREPARED of a transaction that was already committed: it stays committed.
+
+    Attributes:
+        versions: table -> the version its part of the transaction became.
+    """
+
+    default_hint = (
+        "Nothing was changed. To undo its effect, write the inverse change (or RESTORE the "
+        "tables) in a new transaction."
+    )
+
+    def __init__(self, message: str, versions: dict[str, int]) -> None:
+        self.versions = versions
+        super().__init__(message)
+
+
+class PreparedTransactionRolledBackError(TransactionError):
+    """COMMIT PREPARED of a transaction that was rolled back (by ROLLBACK PREPARED, or by a
+    COMMIT PREPARED that found a conflict): nothing of it was ever visible."""
+
+    default_hint = "Run the transaction again (and PREPARE it under a new id)."
+
+
 RowDetails = tuple[dict[str, Any], ...]
 
 
@@ -685,6 +725,21 @@ class TableCreatedConcurrentlyError(ProtocolChangedError, TableExistsError):
     default_hint = "Use the table the other CREATE made, or CREATE TABLE IF NOT EXISTS."
 
 
+class PreparedConflictError(CommitConflictError):
+    """COMMIT PREPARED found a commit since PREPARE that conflicts with the prepared
+    transaction; it was rolled back (its files deleted, nothing visible).
+
+    A prepared transaction's reads are re-checked at the file level as if it had read its
+    whole tables (the row-level read set does not outlive the preparing process), so only
+    groups of blind appends are certain to commit.
+    """
+
+    default_hint = (
+        "The prepared transaction was rolled back; run it again. Two-phase sinks should "
+        "prepare blind appends (INSERT only), which always commit under WriteSerializable."
+    )
+
+
 class CommitRetriesExceededError(TxSqlError):
     """The commit lost more races than the configured retry limit allows."""
 
@@ -761,6 +816,11 @@ __all__ = [
     "NotNullViolationError",
     "ParameterTypeError",
     "PartitionValueTooLongError",
+    "PreparedConflictError",
+    "PreparedTransactionCommittedError",
+    "PreparedTransactionExistsError",
+    "PreparedTransactionNotFoundError",
+    "PreparedTransactionRolledBackError",
     "ProtocolChangedError",
     "RestoreError",
     "RetentionTooShortError",

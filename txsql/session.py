@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.executors import check_executors_import_txsql
@@ -14,11 +14,13 @@ from txsql.planner import registry
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.idempotent import AppWrite, run_idempotent
+from txsql.planner.prepared import prepare_transaction, run_commit_prepared, run_rollback_prepared
 from txsql.planner.sql.build import build_statement
 from txsql.planner.sql.params import bind_parameters, used_parameters
 from txsql.planner.sql.script import ParsedStatement, parse_script
 from txsql.planner.sql.statements import Begin, Commit, Rollback, Statement
 from txsql.planner.sql.syntax import quiet_sqlglot
+from txsql.planner.sql.transactions import CommitPrepared, PrepareTransaction, RollbackPrepared
 from txsql.planner.transaction_control import (
     abort,
     mention_earlier_commits,
@@ -142,6 +144,21 @@ class Session:
     def _run_control(self, statement: Commit | Rollback, text: str, ctx: RunContext) -> Result:
         return transaction_control(ctx, statement, text)
 
+    def commit_prepared(self, transaction_id: str) -> Result:
+        """``COMMIT PREPARED 'id'``: commit a prepared transaction (from any process);
+        a second call says it was already committed, with each table's version."""
+        statement = CommitPrepared(transaction_id)
+        return self._run_direct(lambda: run_commit_prepared(self._context, statement, ""))
+
+    def rollback_prepared(self, transaction_id: str) -> Result:
+        """``ROLLBACK PREPARED 'id'``: drop a prepared transaction; nothing becomes visible."""
+        statement = RollbackPrepared(transaction_id)
+        return self._run_direct(lambda: run_rollback_prepared(self._context, statement, ""))
+
+    def _run_direct(self, run: Callable[[], Result]) -> Result:
+        roll_forward(self.warehouse)
+        return run()
+
     def begin(self, isolation: str | IsolationLevel | None = None) -> TransactionHandle:
         """Open an explicit transaction for interleaving (independent of SQL BEGIN)."""
         return TransactionHandle(self, isolation)
@@ -175,8 +192,10 @@ class Session:
             check_executors_import_txsql(self.spark)
             roll_forward(self.warehouse)
             statement: Statement = build_statement(parsed.expression)
-            control = isinstance(statement, (Begin, Commit, Rollback))
-            if isinstance(statement, (Begin, Commit, Rollback)):
+            control = isinstance(statement, (Begin, Commit, Rollback, PrepareTransaction))
+            if isinstance(statement, PrepareTransaction):
+                result = prepare_transaction(context, statement, source.text)
+            elif isinstance(statement, (Begin, Commit, Rollback)):
                 result = transaction_control(context, statement, source.text)
             else:
                 if explicit is not None:
@@ -246,6 +265,15 @@ class TransactionHandle:
 
     def rollback(self) -> Result:
         return self._session._run_control(Rollback(), "ROLLBACK", self._context)
+
+    def prepare(self, transaction_id: str) -> Result:
+        """``PREPARE TRANSACTION 'id'``: check and record this transaction durably under
+        ``transaction_id``; nothing is visible until ``s.commit_prepared(id)`` (which any
+        process may run). The handle is closed afterwards."""
+        if not self.is_open:
+            raise TransactionError("this transaction is closed", hint="Start a new one.")
+        text = f"PREPARE TRANSACTION '{transaction_id}'"
+        return prepare_transaction(self._context, PrepareTransaction(transaction_id), text)
 
     def staged_summary(self) -> str:
         explicit = self._context.explicit

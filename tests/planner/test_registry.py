@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from txsql.planner.registry import STATEMENTS, runner
-from txsql.planner.sql.statements import STATEMENT_NAMES, Begin, Commit, Rollback
+from txsql.planner.sql.statements import (
+    STATEMENT_NAMES,
+    Begin,
+    Commit,
+    PrepareTransaction,
+    Rollback,
+)
 
 # The session runs transaction control itself; every other statement needs a runner.
-CONTROL = {Begin, Commit, Rollback}
+CONTROL = {Begin, Commit, Rollback, PrepareTransaction}
 
 
 def test_registry_has_exactly_the_named_statements() -> None:

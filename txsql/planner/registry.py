@@ -2,7 +2,8 @@
 
 Adding a statement takes a statement class (:mod:`txsql.planner.sql.statements`, with its
 name in ``STATEMENT_NAMES``), a builder entry (:data:`txsql.planner.sql.build.BUILDERS`) and
-an entry here. BEGIN / COMMIT / ROLLBACK are not here: the session runs them itself.
+an entry here. BEGIN / COMMIT / ROLLBACK / PREPARE TRANSACTION are not here: the session
+runs them itself.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ from txsql.planner.operations.update import run_update
 from txsql.planner.operations.vacuum import run_vacuum
 from txsql.planner.operations.views import run_create_view, run_spark_statement
 from txsql.planner.operations.writes import run_insert
+from txsql.planner.prepared import (
+    run_commit_prepared,
+    run_rollback_prepared,
+    run_show_transactions,
+)
 from txsql.planner.sql.command_statements import (
     AlterAddColumns,
     AlterAddConstraint,
@@ -85,6 +91,7 @@ from txsql.planner.sql.ddl_statements import (
 )
 from txsql.planner.sql.statements import (
     CloneTable,
+    CommitPrepared,
     CreateTable,
     CreateView,
     Delete,
@@ -93,6 +100,8 @@ from txsql.planner.sql.statements import (
     InsertInto,
     Merge,
     Query,
+    RollbackPrepared,
+    ShowTransactions,
     SparkStatement,
     Update,
 )
@@ -151,6 +160,9 @@ STATEMENTS: dict[type, Entry] = {
     ShowTblProperties: Entry(run_show_tblproperties),
     ShowColumns: Entry(run_show_columns),
     ShowCreateTable: Entry(run_show_create_table),
+    CommitPrepared: Entry(run_commit_prepared),
+    RollbackPrepared: Entry(run_rollback_prepared),
+    ShowTransactions: Entry(run_show_transactions),
 }
 
 

@@ -78,14 +78,19 @@ class GroupRecord:
     transaction_id: str
     timestamp: int
     participants: tuple[Participant, ...]
+    # The decision on a prepared transaction (txsql.txn.prepared): "commit" names its
+    # participants, "rollback" none. Ordinary groups are neither.
+    prepared_outcome: str | None = None
 
     def encode(self) -> bytes:
-        body = {
+        body: dict[str, object] = {
             "position": self.position,
             "transactionId": self.transaction_id,
             "timestamp": self.timestamp,
             "participants": [p.to_json() for p in self.participants],
         }
+        if self.prepared_outcome is not None:
+            body["preparedOutcome"] = self.prepared_outcome
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
@@ -102,8 +107,13 @@ class GroupRecord:
                 )
                 for p in body["participants"]
             )
+            outcome = body.get("preparedOutcome")
             return cls(
-                int(body["position"]), str(body["transactionId"]), int(body["timestamp"]), parts
+                int(body["position"]),
+                str(body["transactionId"]),
+                int(body["timestamp"]),
+                parts,
+                None if outcome is None else str(outcome),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptLogError(f"coordinator record {where} cannot be read ({exc})") from exc

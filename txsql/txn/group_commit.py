@@ -91,12 +91,12 @@ def commit_group(
         CommitRetriesExceededError: more lost ratifications than the attempts allowed.
     """
     group_id = group_id or str(uuid.uuid4())
-    members = [_member(loop, label) for loop, label in zip(loops, labels, strict=True)]
+    members = [group_member(loop, label) for loop, label in zip(loops, labels, strict=True)]
     for m, ledger in zip(members, ledgers or (), strict=False):
         m.ledger = ledger
     for m in members:
         m.name_in_errors = len(members) > 1
-    coordinator = _one_coordinator(members)
+    coordinator = one_coordinator(members)
     for m in members:
         m.loop.group_id = group_id
     skipped = [m.loop.prepare() for m in members]
@@ -125,7 +125,7 @@ def commit_group(
     return [_finish(m, published) for m in members]
 
 
-def _member(loop: CommitLoop, label: str) -> GroupMember:
+def group_member(loop: CommitLoop, label: str) -> GroupMember:
     snapshot = loop.snapshot
     if snapshot is None:
         raise TransactionError(
@@ -136,7 +136,7 @@ def _member(loop: CommitLoop, label: str) -> GroupMember:
     return GroupMember(loop, label, snapshot.configuration, snapshot.metadata.id)
 
 
-def _one_coordinator(members: Sequence[GroupMember]) -> Coordinator:
+def one_coordinator(members: Sequence[GroupMember]) -> Coordinator:
     roots = {coordinator_root(m.loop.log.table_root, m.configuration) for m in members}
     if len(roots) != 1:
         shown = ", ".join(sorted(roots))
@@ -194,7 +194,7 @@ def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
             done = loop.absorb_winners(newest, attempt)
         except CommitConflictError as exc:
             if m.name_in_errors:
-                _name_table(exc, m.label)
+                name_table(exc, m.label)
             raise
         if done is not None:  # a winner holds our app version, or is our own commit
             raise TransactionError(
@@ -214,7 +214,7 @@ def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
     return True
 
 
-def _name_table(exc: CommitConflictError, label: str) -> None:
+def name_table(exc: CommitConflictError, label: str) -> None:
     """Conflicts in a group say which table they are about."""
     if not exc.message.startswith(f"{label}: "):
         exc.message = f"{label}: {exc.message}"

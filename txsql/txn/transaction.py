@@ -291,6 +291,12 @@ class Transaction:
         # a later DV or a rebase replaced, everything when the commit was skipped.
         self._delete_written(result.actions)
 
+    def settle_prepared(self) -> None:
+        """PREPARE TRANSACTION recorded the staged actions and took the files: they belong
+        to the prepared record now (COMMIT / ROLLBACK PREPARED decide)."""
+        self._state = "prepared"
+        self.written.take(close=True)
+
     def rollback(self) -> None:
         """Drop the staged actions and delete the files written for them; nothing was
         written to the log."""
@@ -315,15 +321,15 @@ class Transaction:
 
     @property
     def state(self) -> str:
-        """``open``, ``committed``, ``skipped``, ``rolled back``, ``aborted``, ``failed``
-        or ``unknown`` (the commit failed during its put: it may have landed)."""
+        """``open``, ``committed``, ``skipped``, ``prepared``, ``rolled back``, ``aborted``,
+        ``failed`` or ``unknown`` (the commit failed during its put: it may have landed)."""
         return self._state
 
     @property
     def may_have_committed(self) -> bool:
         """Whether a commit of this transaction is or may be in the log: its files must
         then stay (VACUUM removes them later if nothing names them)."""
-        return self._state in ("committed", "skipped", "unknown")
+        return self._state in ("committed", "skipped", "unknown", "prepared")
 
     def __enter__(self) -> Transaction:
         return self

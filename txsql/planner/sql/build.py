@@ -54,6 +54,7 @@ from txsql.planner.sql.statements import (
     Rollback,
     Statement,
 )
+from txsql.planner.sql.transactions import DecidePreparedNode, PrepareNode, build_prepared
 
 Builder = Callable[[Any], Statement | None]
 
@@ -326,4 +327,6 @@ BUILDERS: dict[type[exp.Expr], Builder] = {
     exp.Transaction: lambda begin: Begin(_isolation(begin)),
     exp.Commit: lambda _: Commit(),
     exp.Rollback: lambda _: Rollback(),
+    PrepareNode: build_prepared,
+    DecidePreparedNode: build_prepared,
 }

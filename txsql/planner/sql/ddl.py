@@ -30,6 +30,7 @@ from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import no_time_travel, table_ref
 from txsql.planner.sql.refs import TableRef
 from txsql.planner.sql.show import Show
+from txsql.planner.sql.transactions import ShowTransactions
 
 _SCHEMA_KINDS = ("SCHEMA", "DATABASE")
 
@@ -148,7 +149,7 @@ def build_use(use: exp.Use) -> UseSchema:
     return UseSchema(_schema_name(use.this, "USE"))
 
 
-def build_show(show: Show) -> DdlStatement:
+def build_show(show: Show) -> DdlStatement | ShowTransactions:
     kind = show.args["kind"]
     schema = show.args.get("schema")
     schema_name = schema.name if schema is not None else None
@@ -156,6 +157,9 @@ def build_show(show: Show) -> DdlStatement:
         return ShowSchemas(show.args.get("pattern"))
     if kind == "TABLES":
         return ShowTables(schema_name, show.args.get("pattern"))
+    if kind == "TRANSACTIONS":
+        limit = show.args.get("limit")
+        return ShowTransactions(int(limit.name)) if limit is not None else ShowTransactions()
     ref = _named_table(show.this, f"SHOW {kind}")
     if kind == "TBLPROPERTIES":
         key = show.args.get("key")

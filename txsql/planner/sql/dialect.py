@@ -42,6 +42,13 @@ from txsql.planner.sql.delta_nodes import (
     vacuum_sql,
 )
 from txsql.planner.sql.show import Show, parse_show, show_sql
+from txsql.planner.sql.transactions import (
+    DecidePreparedNode,
+    PrepareNode,
+    parse_prepared_statement,
+    prepared_sql,
+    starts_prepared_statement,
+)
 
 DIALECT = "txsql"
 SPARK = "spark"
@@ -57,6 +64,8 @@ class TxSql(Databricks):
             **Databricks.Tokenizer.KEYWORDS,
             "OPTIMIZE": TokenType.VAR,
             "VACUUM": TokenType.VAR,
+            # A command token would swallow PREPARE TRANSACTION 'id' as one string.
+            "PREPARE": TokenType.VAR,
         }
         # SHOW is a command token that swallows the rest of the statement as one string;
         # without it, txsql.planner.sql.show parses the SHOW statements it runs.
@@ -81,6 +90,8 @@ class TxSql(Databricks):
 
         def _parse_statement(self) -> exp.Expr | None:
             curr = self._curr
+            if starts_prepared_statement(self):
+                return parse_prepared_statement(self)
             if curr is not None and curr.token_type == TokenType.SHOW and self._next is not None:
                 self._advance()
                 return parse_show(self)
@@ -153,6 +164,8 @@ class TxSql(Databricks):
             **DatabricksGenerator.TRANSFORMS,
             Optimize: lambda self, e: optimize_sql(self, e),
             Show: show_sql,
+            PrepareNode: prepared_sql,
+            DecidePreparedNode: prepared_sql,
             Reorg: lambda self, e: reorg_sql(self, e),
             Vacuum: lambda self, e: vacuum_sql(self, e),
             Restore: lambda self, e: (

@@ -1,9 +1,10 @@
 """The SHOW statements txsql reads (sqlglot 30.x leaves every SHOW an opaque command).
 
 ``SHOW SCHEMAS|DATABASES [LIKE p]``, ``SHOW TABLES [IN|FROM s] [LIKE p]``,
-``SHOW TBLPROPERTIES t [(key)]``, ``SHOW COLUMNS IN|FROM t [IN|FROM s]`` and
-``SHOW CREATE TABLE t`` become one :class:`Show` node whose ``kind`` names which; any
-other SHOW is refused by name. Only sqlglot is imported here (the dialect imports it).
+``SHOW TBLPROPERTIES t [(key)]``, ``SHOW COLUMNS IN|FROM t [IN|FROM s]``,
+``SHOW CREATE TABLE t`` and ``SHOW TRANSACTIONS [LIMIT n]`` become one :class:`Show` node
+whose ``kind`` names which; any other SHOW is refused by name. Only sqlglot is imported
+here (the dialect imports it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlglot.tokens import TokenType
 
 from txsql.errors import UnsupportedStatementError
 
-SHOW_KINDS = ("SCHEMAS", "TABLES", "TBLPROPERTIES", "COLUMNS", "CREATE TABLE")
+SHOW_KINDS = ("SCHEMAS", "TABLES", "TBLPROPERTIES", "COLUMNS", "CREATE TABLE", "TRANSACTIONS")
 
 
 class Show(exp.Expression):
@@ -28,6 +29,7 @@ class Show(exp.Expression):
         "schema": False,
         "pattern": False,
         "key": False,
+        "limit": False,
     }
 
 
@@ -51,6 +53,13 @@ def parse_show(parser: Any) -> Show:
             parser.raise_error("Expected SHOW COLUMNS IN t or SHOW COLUMNS FROM t")
         table = _table(parser)
         return Show(kind="COLUMNS", this=table, schema=_schema(parser))
+    if parser._match_texts(("TRANSACTIONS",)):
+        limit = None
+        if parser._match(TokenType.LIMIT):
+            limit = parser._parse_number()
+            if limit is None:
+                parser.raise_error("Expected SHOW TRANSACTIONS LIMIT <number>")
+        return Show(kind="TRANSACTIONS", limit=limit)
     if parser._match(TokenType.CREATE):
         if not parser._match(TokenType.TABLE):
             parser.raise_error("Expected SHOW CREATE TABLE t")
@@ -64,8 +73,8 @@ def parse_show(parser: Any) -> Show:
     word = parser._curr.text.upper() if parser._curr is not None else ""
     raise UnsupportedStatementError(
         f"SHOW {word} is not supported".replace("  ", " "),
-        hint="txsql runs SHOW SCHEMAS, SHOW TABLES, SHOW TBLPROPERTIES, SHOW COLUMNS and "
-        "SHOW CREATE TABLE.",
+        hint="txsql runs SHOW SCHEMAS, SHOW TABLES, SHOW TBLPROPERTIES, SHOW COLUMNS, "
+        "SHOW CREATE TABLE and SHOW TRANSACTIONS.",
     )
 
 
@@ -101,6 +110,8 @@ def show_sql(gen: Any, e: Show) -> str:
         text += f" IN {gen.sql(e, 'schema')}"
     if e.args.get("key") is not None:
         text += f" ({gen.sql(e, 'key')})"
+    if e.args.get("limit") is not None:
+        text += f" LIMIT {gen.sql(e, 'limit')}"
     if e.args.get("pattern") is not None:
         text += f" LIKE '{e.args['pattern']}'"
     return text

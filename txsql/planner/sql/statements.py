@@ -41,6 +41,12 @@ from txsql.planner.sql.ddl_statements import (
     UseSchema,
 )
 from txsql.planner.sql.refs import ColumnPath, ColumnSpec, TableRef
+from txsql.planner.sql.transactions import (
+    CommitPrepared,
+    PrepareTransaction,
+    RollbackPrepared,
+    ShowTransactions,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +207,10 @@ Statement = (
     | Begin
     | Commit
     | Rollback
+    | PrepareTransaction
+    | CommitPrepared
+    | RollbackPrepared
+    | ShowTransactions
     | Merge
     | CommandStatement
     | DdlStatement
@@ -252,4 +262,8 @@ STATEMENT_NAMES: dict[type, str] = {
     Begin: "BEGIN",
     Commit: "COMMIT",
     Rollback: "ROLLBACK",
+    PrepareTransaction: "PREPARE TRANSACTION",
+    CommitPrepared: "COMMIT PREPARED",
+    RollbackPrepared: "ROLLBACK PREPARED",
+    ShowTransactions: "SHOW TRANSACTIONS",
 }

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from txsql.magics.render import CELL_STYLE, MUTED, TABLE_STYLE, Column, esc, text_table
-from txsql.teaching.anomalies import LEVELS
-from txsql.teaching.documented import ABORTS, databricks, delta_oss
+from txsql.teaching.anomalies import LEVELS, ScenarioError
 from txsql.teaching.races import (
     COMMITTED,
+    COMPACTIONS,
     SETTINGS,
     STATEMENTS,
     RaceTrack,
@@ -31,6 +31,7 @@ from txsql.teaching.races import (
     SerialRows,
     Setting,
     Statement,
+    partition_of,
 )
 
 SHORT = {
@@ -47,12 +48,98 @@ LEGEND = (
     "DR = ConcurrentDeleteRead, DD = ConcurrentDeleteDelete. Green: txsql commits where "
     "Databricks aborts."
 )
+ABORTS = "✘"
 BEYOND_STYLE = "background:var(--jp-success-color3,#e3f4e4)"
 WRONG_STYLE = "color:var(--jp-error-color1,#c62828);font-weight:600"
 
 
 def short(outcome: str) -> str:
     return SHORT.get(outcome, outcome)
+
+
+# --- the documented outcomes --------------------------------------------------------------
+# Neither is run: Databricks' answer is its published matrix (reference/isolation-and-
+# concepts.md §2); Delta OSS's follows its ConflictChecker step by step on the base table of
+# races.py (file A: ids 1, 2 with a deletion vector; file B: ids 3, 4).
+
+DML = frozenset({"UPDATE", "DELETE", "MERGE"})
+FILES = ("A", "B")
+
+
+def _group(kind: str) -> str:
+    if kind in DML:
+        return "dml"
+    if kind == "ZORDER":
+        return "zorder"
+    return "compaction" if kind in COMPACTIONS else "insert"
+
+
+def databricks(our_kind: str, their_kind: str, setting: Setting) -> str:
+    """Databricks' documented outcome: ``✔`` (cannot conflict) or ``✘`` (can conflict).
+
+    Row-level concurrency (deletion vectors, unpartitioned) scopes conflicts to the same
+    row; a partitioned table scopes them to the same partition. "Can conflict" is read as
+    "aborts" when the two statements meet in that scope.
+    """
+    ours, theirs = _group(our_kind), _group(their_kind)
+    row_level = setting.layout != "partitioned"
+    overlap = setting.same_row if row_level else setting.same_partition
+    pair = {ours, theirs}
+    if pair == {"insert"} or (pair & {"insert"} and pair & {"compaction", "zorder"}):
+        return COMMITTED
+    if pair == {"insert", "dml"}:
+        # Only the reader can lose, and a blind append only under Serializable.
+        reader_loses = ours == "dml" and setting.level == "Serializable" and overlap
+        return ABORTS if reader_loses else COMMITTED
+    if pair == {"dml"}:
+        return ABORTS if overlap else COMMITTED
+    # Compactions on tables with deletion vectors: only ZORDER BY can conflict.
+    return ABORTS if "zorder" in pair else COMMITTED
+
+
+def _file(key: int) -> str:
+    return FILES[partition_of(key) - 1]
+
+
+def _reads(kind: str, key: int) -> set[str]:
+    """Files a statement reads after partition pruning and data skipping on stats."""
+    group = _group(kind)
+    if group == "insert":
+        return set()
+    return {_file(key)} if group == "dml" else set(FILES)
+
+
+def _removes(kind: str, key: int, partitioned: bool) -> set[str]:
+    group = _group(kind)
+    if group == "insert":
+        return set()
+    if group == "dml":
+        return {_file(key)}
+    if kind == "REORG" or (kind == "OPTIMIZE" and partitioned):
+        # REORG rewrites files with a DV; OPTIMIZE leaves a lone DV-free file (B) alone.
+        return {"A"}
+    return set(FILES)
+
+
+def delta_oss(our_kind: str, their_kind: str, setting: Setting) -> str:
+    """Delta OSS's file-level outcome: ``✔`` or the exception, by its checker's steps."""
+    partitioned = setting.layout == "partitioned"
+    ours_key, theirs_key = setting.our_key, setting.their_key
+    ours, theirs = _group(our_kind), _group(their_kind)
+    # Step 5, added files we should have read. Compactions commit at SnapshotIsolation
+    # (dataChange=false) and add no changed data; WriteSerializable skips blind appends.
+    checks_adds = ours == "dml" and theirs in ("dml", "insert")
+    if theirs == "insert" and setting.level != "Serializable":
+        checks_adds = False
+    # Read predicates keep only partition filters: unpartitioned, any added file matches.
+    if checks_adds and (not partitioned or setting.same_partition):
+        return "ConcurrentAppend"
+    their_removes = _removes(their_kind, theirs_key, partitioned)
+    if their_removes & _reads(our_kind, ours_key):
+        return "ConcurrentDeleteRead"
+    if their_removes & _removes(our_kind, ours_key, partitioned):
+        return "ConcurrentDeleteDelete"
+    return COMMITTED
 
 
 @dataclass(frozen=True)
@@ -76,8 +163,8 @@ class Cell:
         style = f"{CELL_STYLE};{BEYOND_STYLE}" if self.beyond_databricks else CELL_STYLE
         serial = "" if self.serial else f' <span style="{WRONG_STYLE}">≠ serial</span>'
         return (
-            f'<td style="{style};white-space:nowrap"><b>{esc(short(self.txsql))}</b>{serial} '
-            f'<span style="{MUTED};font-size:10px">DB {esc(self.databricks)} · '
+            f'<td style="{style};white-space:nowrap"><b>{esc(short(self.txsql))}</b>{serial}'
+            f'<br><span style="{MUTED};font-size:10px">DB {esc(self.databricks)} · '
             f"OSS {esc(short(self.delta_oss))}</span></td>"
         )
 
@@ -156,7 +243,9 @@ def conflict_matrix(
     settings: Iterable[Setting] | None = None,
     levels: Sequence[str] = LEVELS,
     columns: Sequence[str] | None = None,
+    rows: Sequence[str] | None = None,
     serial_rows: SerialRows | None = None,
+    track: RaceTrack | None = None,
 ) -> ConflictMatrix:
     """Race every statement (row, ours) against every statement in ``columns`` (theirs).
 
@@ -166,21 +255,27 @@ def conflict_matrix(
         settings: layouts and keys; default :data:`~txsql.teaching.races.SETTINGS`.
         levels: isolation levels of our transaction, each setting run at every one.
         columns: the statements theirs runs (default: all of ``statements``).
+        rows: the statements ours runs (default: all of ``statements``).
         serial_rows: the serial-order oracle, texts -> sorted rows of the base table after
             them; default DuckDB in memory, else replaying on fresh copies with txsql.
+        track: base tables (and races) to reuse across calls; closed by its owner.
     """
     chosen = dict(statements or STATEMENTS)
-    theirs_names = list(columns or chosen)
-    track = RaceTrack(spark, serial_rows)
+    unknown = [name for name in [*(rows or ()), *(columns or ())] if name not in chosen]
+    if unknown:
+        raise ScenarioError(f"no statement named {unknown}; the statements are {list(chosen)}")
+    owned = track is None
+    races = track or RaceTrack(spark, serial_rows)
     cells = []
     try:
         for base in settings or SETTINGS:
             for level in levels:
                 setting = base.at(level)
-                for our_name, ours in chosen.items():
-                    for their_name in theirs_names:
+                for our_name in rows or chosen:
+                    ours = chosen[our_name]
+                    for their_name in columns or chosen:
                         theirs = chosen[their_name]
-                        result = track.race(setting, ours, theirs)
+                        result = races.race(setting, ours, theirs)
                         cells.append(
                             Cell(
                                 setting,
@@ -194,5 +289,6 @@ def conflict_matrix(
                             )
                         )
     finally:
-        track.close()
+        if owned:
+            races.close()
     return ConflictMatrix(cells)

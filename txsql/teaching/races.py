@@ -32,6 +32,7 @@ from txsql.dv.store import read_deletion_vector
 from txsql.errors import CommitConflictError
 from txsql.log.deltalog import DeltaLog
 from txsql.session import Session
+from txsql.teaching.anomalies import ScenarioError
 
 Row = tuple[Any, ...]
 
@@ -55,6 +56,12 @@ class Statement:
 
     kind: str
     sql: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ScenarioError(
+                f"unknown statement kind {self.kind!r}: the documented rules know {KINDS}"
+            )
 
     def text(self, table: str, key: int, new_id: int) -> str:
         return self.sql.format(t=table, k=key, p=partition_of(key), new=new_id)
@@ -144,7 +151,7 @@ def duckdb_serial_rows() -> SerialRows | None:
             con.execute("CREATE TABLE m (id INT, p INT, v INT)")
             con.executemany("INSERT INTO m VALUES (?, ?, ?)", [list(r) for r in BASE_ROWS])
             for text in texts:
-                con.execute(text.format(t="m"))
+                con.execute(text.replace("{t}", "m"))
             return sorted(tuple(r) for r in con.execute("SELECT id, p, v FROM m").fetchall())
         finally:
             con.close()
@@ -217,7 +224,7 @@ class RaceTrack:
         """A serial order replayed with txsql on a fresh copy (when DuckDB is missing)."""
         table = self.copy("unpartitioned")
         for text in texts:
-            self.session.sql(text.format(t=table))
+            self.session.sql(text.replace("{t}", table))
         return self.rows(table)
 
     def race(self, setting: Setting, ours: Statement, theirs: Statement) -> RaceResult:
@@ -233,8 +240,12 @@ class RaceTrack:
     ) -> RaceResult:
         table = self.copy(setting.layout)
         tx = self.session.begin(setting.level)
-        tx.sql(ours.format(t=table))
-        self.session.sql(theirs.format(t=table))
+        try:
+            tx.sql(ours.replace("{t}", table))
+            self.session.sql(theirs.replace("{t}", table))
+        except Exception as error:
+            tx.rollback()
+            raise ScenarioError(f"{setting.name}: {ours!r} racing {theirs!r} failed") from error
         try:
             tx.commit()
             outcome = COMMITTED

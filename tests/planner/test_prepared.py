@@ -220,3 +220,15 @@ def test_through_the_magic(s: Session, ip: Any) -> None:  # noqa: F811 (the fixt
     committed = cell(ip, "COMMIT PREPARED 'm1'")
     assert {r["table"]: r["version"] for r in committed.df.collect()} == {"ledger": 1}
     assert duckdb_rows(path(s, "ledger"), 1, "amount") == [(30,)]
+
+
+def test_a_blind_append_to_a_table_dropped_and_created_again_is_refused(s: Session) -> None:
+    bank(s)
+    s.sql("BEGIN; INSERT INTO ledger VALUES (1, 2, 30); PREPARE TRANSACTION 'old'")
+    s.sql("DROP TABLE ledger")
+    s.sql(f"CREATE TABLE ledger (src INT, dst INT, amount BIGINT) {ENROL}")
+    s.sql("INSERT INTO ledger VALUES (7, 7, 7)")
+    s.sql("INSERT INTO ledger VALUES (8, 8, 8)")
+    with pytest.raises(PreparedConflictError, match="rolled back"):
+        s.commit_prepared("old")
+    assert deltalake_rows(path(s, "ledger"), latest(s, "ledger"), "src") == [(7,), (8,)]

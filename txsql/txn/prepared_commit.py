@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
+from typing import NoReturn
 
 from txsql.errors import (
     AddedFileMissingError,
@@ -82,9 +83,10 @@ def commit_prepared(
     decision = find_decision(coordinator, record)
     if decision is not None:
         return _report(record, decision, coordinator)
-    stagers = [_Restager(p) for p in record.participants]
+    stagers: list[_Restager] = []
     ratifying = False
     try:
+        stagers.extend(_Restager(p) for p in record.participants)
         for _ in range(max(1, max_attempts)):
             for stager in stagers:
                 stager.restage_if_stale()
@@ -281,6 +283,9 @@ class _Restager:
                 decode_commit(self.store.read_log_file(p.actions_file))
             )
         except FileNotFoundError:
+            if self._replaced():  # DROP TABLE took the prepared actions with it
+                kind = MetadataChangedError
+                self._conflict(kind, -1, None, "the table was dropped since it was prepared")
             raise CorruptLogError(
                 f"the prepared actions of {p.label} ({p.actions_file}) are gone, but the "
                 f"coordinator has no decision on the transaction",
@@ -296,6 +301,11 @@ class _Restager:
         self.staged: Participant | None = None
         self.superseded: list[str] = []
 
+    def _replaced(self) -> bool:
+        if self.log.latest_version() is None:
+            return True
+        return self.log.snapshot().metadata.id != self.p.table_id
+
     def restage_if_stale(self) -> None:
         latest = self.log.latest_version()
         newest = -1 if latest is None else latest
@@ -308,6 +318,9 @@ class _Restager:
         versions = range(self.checked_through + 1, newest + 1)
         for v, actions in zip(versions, self.log.read_commits(versions), strict=True):
             self._check(WinningCommit(v, tuple(actions)))
+        if versions and self.log.snapshot(newest).metadata.id != self.p.table_id:
+            kind = MetadataChangedError
+            self._conflict(kind, newest, None, "the table was dropped and created again")
         self.checked_through = newest
         if self.staged is not None:
             self.superseded.append(self.staged.staged_commit)
@@ -369,7 +382,7 @@ class _Restager:
 
     def _conflict(
         self, kind: type[CommitConflictError], version: int, operation: str | None, rule: str
-    ) -> None:
+    ) -> NoReturn:
         raise kind(
             f"{self.p.label}: version {version} ({operation or 'unknown'}) conflicts: {rule}",
             winning_version=version,

@@ -31,7 +31,7 @@ from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.failures import typed_engine_error
 from txsql.engine.scan_cache import DeletedRowsCache
-from txsql.engine.scan_files import ScanFile, ScanHelpers, row_keys, sql_long
+from txsql.engine.scan_files import ScanFile, ScanHelpers, ScanLayout, row_keys, sql_long
 from txsql.engine.schema import quote
 from txsql.storage.factory import file_io_for
 
@@ -57,14 +57,11 @@ _DV_CACHE = DeletedRowsCache()
 
 
 def drop_deleted(
-    spark: SparkSession,
-    df: DataFrame,
-    files: list[ScanFile],
-    root: str,
-    long_keys: bool,
-    h: ScanHelpers,
+    spark: SparkSession, df: DataFrame, files: list[ScanFile], root: str, layout: ScanLayout
 ) -> DataFrame:
-    """``df`` (with columns ``h.key`` and ``h.row``) without the deleted rows of ``files``."""
+    """``df`` (with the helper columns ``key`` and ``row``) without the deleted rows of
+    ``files``."""
+    h, long_keys = layout.helpers, layout.long_keys
     names = (h.dv_key, h.dv_path, h.dv_row)
     cardinality = sum(_dv(f).cardinality for f in files)
     if long_keys and cardinality <= _LITERAL_KEYS:

@@ -23,8 +23,8 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from txsql.engine.scan_columns import sql_type
-from txsql.engine.scan_files import ScanFile, ScanHelpers, sql_long, sql_string
-from txsql.engine.schema import ColumnInfo, TableSchema, quote
+from txsql.engine.scan_files import ScanFile, ScanLayout, sql_long, sql_string
+from txsql.engine.schema import ColumnInfo, quote
 from txsql.log.actions import AddFile
 
 if TYPE_CHECKING:
@@ -40,38 +40,29 @@ def uses_literals(files: Sequence[ScanFile], long_keys: bool) -> bool:
     return long_keys and len(files) <= _LITERAL_FILES
 
 
-def constant_lookups(
-    schema: TableSchema, files: Sequence[ScanFile], with_row_ids: bool, h: ScanHelpers
-) -> dict[str, str]:
-    """SQL text looking up each constant of ``files`` on the file key column ``h.key``:
-    ``element_at(map literal, key)`` per partition column (``h.parts[i]``) and, with row
-    ids, for ``_file`` (``h.info_file``). Only when :func:`uses_literals` is true."""
+def constant_lookups(files: Sequence[ScanFile], layout: ScanLayout) -> dict[str, str]:
+    """SQL text looking up each constant of ``files`` on the file key column (helper
+    ``key``): ``element_at(map literal, key)`` per partition column (helpers ``parts[i]``)
+    and, with row ids, for ``_file`` (``info_file``). Only when :func:`uses_literals` holds."""
+    h = layout.helpers
     crcs = [f.crc for f in files]
     lookups: dict[str, str] = {}
-    if with_row_ids:
+    if layout.with_row_ids:
         lookups[h.info_file] = _lookup(crcs, [f.add.path for f in files], None, h.key)
-    for i, column in enumerate(schema.partition_columns):
+    for i, column in enumerate(layout.schema.partition_columns):
         values = [partition_text(f.add, column.physical_name) for f in files]
         lookups[h.parts[i]] = _lookup(crcs, values, column, h.key)
     return lookups
 
 
 def attach_constants(
-    spark: SparkSession,
-    df: DataFrame,
-    schema: TableSchema,
-    files: Sequence[ScanFile],
-    long_keys: bool,
-    with_row_ids: bool,
-    h: ScanHelpers,
+    spark: SparkSession, df: DataFrame, files: Sequence[ScanFile], layout: ScanLayout
 ) -> DataFrame:
-    """``df`` (with the file key column ``h.key``) plus the partition values and ``_file``.
-
-    The new columns are named ``h.parts[i]`` and ``h.info_file`` (only with row ids).
-    """
-    if not uses_literals(files, long_keys):
-        return _join_constants(spark, df, schema, files, long_keys, with_row_ids, h)
-    lookups = constant_lookups(schema, files, with_row_ids, h)
+    """``df`` (with the file key column, helper ``key``) plus the partition values and
+    ``_file``, named by the helpers ``parts[i]`` and ``info_file`` (only with row ids)."""
+    if not uses_literals(files, layout.long_keys):
+        return _join_constants(spark, df, files, layout)
+    lookups = constant_lookups(files, layout)
     return df.withColumns({name: F.expr(text) for name, text in lookups.items()})
 
 
@@ -89,17 +80,12 @@ def _lookup(crcs: list[int], values: list[str | None], column: ColumnInfo | None
 
 
 def _join_constants(
-    spark: SparkSession,
-    df: DataFrame,
-    schema: TableSchema,
-    files: Sequence[ScanFile],
-    long_keys: bool,
-    with_row_ids: bool,
-    h: ScanHelpers,
+    spark: SparkSession, df: DataFrame, files: Sequence[ScanFile], layout: ScanLayout
 ) -> DataFrame:
     """Attach the constants by a broadcast join with a per-file table (many files)."""
+    h, schema = layout.helpers, layout.schema
     table: dict[str, pa.Array] = {}
-    if long_keys:
+    if layout.long_keys:
         table[h.info_key] = pa.array([f.crc for f in files], pa.int64())
     else:
         table[h.info_key] = pa.array([f.spark_path for f in files], pa.string())
@@ -113,7 +99,7 @@ def _join_constants(
         for i, c in enumerate(schema.partition_columns)
     ]
     info = info.select(typed)
-    if not with_row_ids:
+    if not layout.with_row_ids:
         info = info.drop(h.info_file)
     joined = df.join(F.broadcast(info), F.col(h.key) == F.col(h.info_key), "inner")
     return joined.drop(h.info_key)

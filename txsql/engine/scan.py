@@ -55,6 +55,7 @@ from txsql.engine.scan_files import (
     ROW_INDEX_COLUMN,
     ScanFile,
     ScanHelpers,
+    ScanLayout,
     is_present,
     raise_missing,
     read_files,
@@ -111,9 +112,9 @@ def scan_snapshot(
     schema = table_schema(
         snapshot.schema_json, snapshot.partition_columns, snapshot.column_mapping_mode
     )
-    h = ScanHelpers.of(schema)
+    helpers = ScanHelpers.of(schema)
     if not snapshot.files:
-        return _empty(spark, schema, with_row_ids, h)
+        return _empty(spark, schema, with_row_ids, helpers)
     files = [ScanFile(f, resolve_path(snapshot.table_root, f.path)) for f in snapshot.files]
     key = _scan_key(spark, snapshot, with_row_ids)
     cached = _SCAN_CACHE.get(key)
@@ -122,7 +123,7 @@ def scan_snapshot(
         # delete), which the planning below would have reported.
         raise_missing([f.local_path for f in files if not is_present(f.local_path)])
         return cached
-    df = _plan_scan(spark, snapshot, schema, files, with_row_ids, h)
+    df = _plan_scan(spark, snapshot, schema, files, with_row_ids, helpers)
     _SCAN_CACHE.put(key, df)
     return df
 
@@ -133,7 +134,7 @@ def _plan_scan(
     schema: TableSchema,
     files: list[ScanFile],
     with_row_ids: bool,
-    h: ScanHelpers,
+    helpers: ScanHelpers,
 ) -> DataFrame:
     """The scan DataFrame: plain and DV files read, DVs applied, constants attached."""
     # Unpartitioned tables scanned without row ids need no per-file constant at all.
@@ -143,22 +144,23 @@ def _plan_scan(
     parts = [(read_files(spark, schema, group), group) for group in (plain, deleted) if group]
     scanned = [f for _, group in parts for f in group]
     long_keys = len({f.crc for f in scanned}) == len(scanned)
+    layout = ScanLayout(schema, helpers, long_keys, with_row_ids)
     # Both sides of the union get the same helper columns (a row index read for nothing
     # costs nothing measurable, and Spark prunes it where no one uses it).
     key, row = constants or bool(deleted), with_row_ids or bool(deleted)
     frames = []
     for df, group in parts:
-        df = with_helpers(df, schema, h, key=key, row=row, long_keys=long_keys)
+        df = with_helpers(df, layout, key=key, row=row)
         if group is deleted:
-            df = dv_filter.drop_deleted(spark, df, group, snapshot.table_root, long_keys, h)
+            df = dv_filter.drop_deleted(spark, df, group, snapshot.table_root, layout)
         frames.append(df)
     df = reduce(lambda a, b: a.unionByName(b), frames)
     lookups: dict[str, str] = {}
     if constants and uses_literals(scanned, long_keys):
-        lookups = constant_lookups(schema, scanned, with_row_ids, h)
+        lookups = constant_lookups(scanned, layout)
     elif constants:
-        df = attach_constants(spark, df, schema, scanned, long_keys, with_row_ids, h)
-    return select_output(df, schema, with_row_ids, h, lookups)
+        df = attach_constants(spark, df, scanned, layout)
+    return select_output(df, layout, lookups)
 
 
 def pushed_filters(df: DataFrame) -> list[str]:
@@ -188,12 +190,12 @@ _SCAN_CACHE = ScanCache()
 
 
 def _empty(
-    spark: SparkSession, schema: TableSchema, with_row_ids: bool, h: ScanHelpers
+    spark: SparkSession, schema: TableSchema, with_row_ids: bool, helpers: ScanHelpers
 ) -> DataFrame:
     fields = list(schema.logical.fields)
     if with_row_ids:
         fields += [
-            StructField(h.file_out, StringType(), False),
-            StructField(h.row_out, LongType(), False),
+            StructField(helpers.file_out, StringType(), False),
+            StructField(helpers.row_out, LongType(), False),
         ]
     return spark.createDataFrame([], StructType(fields))

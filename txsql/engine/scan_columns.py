@@ -22,7 +22,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from txsql.engine.scan_files import ScanHelpers, metadata_field
+from txsql.engine.scan_files import ScanHelpers, ScanLayout, metadata_field
 from txsql.engine.schema import TableSchema, quote
 
 if TYPE_CHECKING:
@@ -31,14 +31,13 @@ if TYPE_CHECKING:
 _METADATA = "_metadata"
 
 
-def with_helpers(
-    df: DataFrame, schema: TableSchema, h: ScanHelpers, *, key: bool, row: bool, long_keys: bool
-) -> DataFrame:
-    """``df`` (a Parquet read) plus the file key ``h.key`` (``crc32`` of Spark's file path,
-    or the path itself when CRCs collide) and the row index ``h.row``, as asked."""
+def with_helpers(df: DataFrame, layout: ScanLayout, *, key: bool, row: bool) -> DataFrame:
+    """``df`` (a Parquet read) plus the file key, helper ``key`` (``crc32`` of Spark's file
+    path, or the path itself when CRCs collide), and the row index, helper ``row``, as asked."""
     if not key and not row:
         return df
-    if _shadows_metadata(schema):
+    h, long_keys = layout.helpers, layout.long_keys
+    if _shadows_metadata(layout.schema):
         path, index = metadata_field(df, "file_path"), metadata_field(df, "row_index")
         columns = {h.key: F.crc32(path.cast("binary")) if long_keys else path, h.row: index}
         return df.withColumns({n: c for n, c in columns.items() if n in _names(key, row, h)})
@@ -52,16 +51,11 @@ def with_helpers(
     return df.selectExpr(*texts)
 
 
-def select_output(
-    df: DataFrame,
-    schema: TableSchema,
-    with_row_ids: bool,
-    h: ScanHelpers,
-    lookups: Mapping[str, str],
-) -> DataFrame:
+def select_output(df: DataFrame, layout: ScanLayout, lookups: Mapping[str, str]) -> DataFrame:
     """The scan's output: data columns renamed to logical names, partition values and
     ``_file`` (SQL text of ``lookups``, keyed by helper name, else the joined helper
-    columns), then the row index when ``with_row_ids``."""
+    columns), then the row index when the layout asks for row ids."""
+    schema, h = layout.schema, layout.helpers
     texts: list[str] = []
     partitions = {c.logical_name: i for i, c in enumerate(schema.partition_columns)}
     for column in schema.columns:
@@ -71,8 +65,8 @@ def select_output(
         elif column.physical_type == column.logical_type:
             texts.append(f"{quote(column.physical_name)} AS {quote(column.logical_name)}")
         else:  # nested fields renamed by a cast: see TableSchema.logical_data_column
-            return df.select(_output_columns(schema, with_row_ids, h, lookups))
-    if with_row_ids:
+            return df.select(_output_columns(layout, lookups))
+    if layout.with_row_ids:
         file_sql = lookups.get(h.info_file, quote(h.info_file))
         texts += [f"{file_sql} AS {quote(h.file_out)}", f"{quote(h.row)} AS {quote(h.row_out)}"]
     return df.selectExpr(*texts)
@@ -95,10 +89,9 @@ def sql_type(data_type: DataType) -> str:
     return data_type.simpleString()
 
 
-def _output_columns(
-    schema: TableSchema, with_row_ids: bool, h: ScanHelpers, lookups: Mapping[str, str]
-) -> list[Column]:
+def _output_columns(layout: ScanLayout, lookups: Mapping[str, str]) -> list[Column]:
     """:func:`select_output` as ``Column`` objects, for tables with renamed nested fields."""
+    schema, h = layout.schema, layout.helpers
     out = []
     partitions = {c.logical_name: i for i, c in enumerate(schema.partition_columns)}
     for column in schema.columns:
@@ -107,7 +100,7 @@ def _output_columns(
             out.append(F.expr(lookups.get(helper, quote(helper))).alias(column.logical_name))
         else:
             out.append(schema.logical_data_column(column, F.col(quote(column.physical_name))))
-    if with_row_ids:
+    if layout.with_row_ids:
         file_sql = lookups.get(h.info_file, quote(h.info_file))
         out += [F.expr(file_sql).alias(h.file_out), F.col(quote(h.row)).alias(h.row_out)]
     return out

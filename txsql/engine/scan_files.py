@@ -100,6 +100,16 @@ class ScanHelpers:
         )
 
 
+@dataclass(frozen=True)
+class ScanLayout:
+    """What every step of one scan shares, so each takes one argument, not four."""
+
+    schema: TableSchema
+    helpers: ScanHelpers
+    long_keys: bool  # file keys are crc32 longs (distinct CRCs), else Spark's path strings
+    with_row_ids: bool  # the scan returns ``_file`` and ``_row_index``
+
+
 def row_id_columns(column_names: Iterable[str]) -> tuple[str, str]:
     """Names of the hidden file and row-index columns of a scan of a table with these columns.
 

@@ -25,6 +25,7 @@ def test_notebooks_exist() -> None:
         "03_concurrency_and_isolation.ipynb",
         "04_deletion_vectors_inside.ipynb",
         "05_exactly_once.ipynb",
+        "06_conflict_matrix.ipynb",
     ]
 
 

@@ -126,15 +126,19 @@ def delta_oss(our_kind: str, their_kind: str, setting: Setting) -> str:
     partitioned = setting.layout == "partitioned"
     ours_key, theirs_key = setting.our_key, setting.their_key
     ours, theirs = _group(our_kind), _group(their_kind)
-    # Step 5, added files we should have read. Compactions commit at SnapshotIsolation
-    # (dataChange=false) and add no changed data; WriteSerializable skips blind appends.
-    checks_adds = ours == "dml" and theirs in ("dml", "insert")
-    if theirs == "insert" and setting.level != "Serializable":
-        checks_adds = False
-    # Read predicates keep only partition filters: unpartitioned, any added file matches.
-    if checks_adds and (not partitioned or setting.same_partition):
-        return "ConcurrentAppend"
     their_removes = _removes(their_kind, theirs_key, partitioned)
+    # Step 5, added files we should have read: only a reader checks it (a compaction
+    # commits at SnapshotIsolation, a blind append reads nothing). WriteSerializable skips
+    # a blind append's files; a compaction's dataChange=false files are not skipped.
+    if theirs == "insert":
+        their_adds = {partition_of(theirs_key)} if setting.level == "Serializable" else set()
+    elif theirs == "dml":
+        their_adds = {partition_of(theirs_key)}
+    else:  # a compaction writes its new files into the partitions it rewrote
+        their_adds = {FILES.index(f) + 1 for f in their_removes}
+    # Read predicates keep only partition filters: unpartitioned, any added file matches.
+    if ours == "dml" and their_adds and (not partitioned or partition_of(ours_key) in their_adds):
+        return "ConcurrentAppend"
     if their_removes & _reads(our_kind, ours_key):
         return "ConcurrentDeleteRead"
     if their_removes & _removes(our_kind, ours_key, partitioned):

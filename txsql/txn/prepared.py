@@ -6,17 +6,17 @@ would be, its actions are written to a prepared-actions file, and then the prepa
 (:mod:`txsql.txn.prepared_records`) is put: from that put on, the transaction survives
 the process. Nothing is visible.
 
-**Commit** (any process, :func:`commit_prepared`, in :mod:`txsql.txn.prepared_commit`):
-each participant is re-checked against the commits made since it was prepared and staged
-again at its table's next version; the group is ratified through the coordinator with a
-record that is both its commit point and the decision on the prepared id. The row-level
-read set does not outlive the preparing process, so the re-check is conservative: a
-participant counts as having read its whole table. A blind append read nothing, so only a
-protocol, schema or property change, or a winner with its exactly-once app id, can
-conflict with it; that is the two-phase sink property.
+**Commit** (any process, :mod:`txsql.txn.prepared_commit`): each participant is
+re-checked against the commits made since it was prepared and staged again at its table's
+next version (:mod:`txsql.txn.prepared_restage`); the group is ratified through the
+coordinator with a record that is both its commit point and the decision on the prepared
+id. The re-check is conservative (the row-level read set does not outlive the preparing
+process), but a blind append read nothing, so only a protocol, schema or property change,
+a winner with its exactly-once app id or a dropped table conflicts with it: that is the
+two-phase sink property.
 
-**Roll back** (:func:`rollback_prepared`): a decision record without participants, then
-the files the transaction wrote are deleted (only those no commit names).
+**Roll back** (same module): a decision record without participants, then the files the
+transaction wrote are deleted (only those no commit names).
 """
 
 from __future__ import annotations

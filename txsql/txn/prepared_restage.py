@@ -1,0 +1,173 @@
+"""One participant of a prepared transaction at COMMIT PREPARED: its prepared actions,
+re-checked against the commits made since PREPARE and staged at its table's next version.
+
+The row-level read set does not outlive the preparing process, so the check is at the
+file level and conservative: the participant counts as having read its whole table. A
+blind append read nothing; only a protocol, schema or property change, the same
+exactly-once app id or metadata domain, or a dropped table conflicts with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import replace
+from typing import NoReturn
+
+from txsql.errors import (
+    CommitConflictError,
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentTransactionError,
+    CorruptLogError,
+    MetadataChangedError,
+)
+from txsql.log.actions import Action, CommitInfo, DomainMetadata, RemoveFile, SetTransaction
+from txsql.log.codec import decode_commit, encode_commit
+from txsql.log.deltalog import DeltaLog
+from txsql.storage.logstore import log_store_for
+from txsql.txn.coordinator import Participant, now_ms, staged_name
+from txsql.txn.own_files import require_added_files
+from txsql.txn.prepared_records import PreparedParticipant
+from txsql.txn.readset import norm_path
+from txsql.txn.winner import WinningCommit
+
+logger = logging.getLogger(__name__)
+
+
+class DecidedElsewhere(Exception):
+    """A participant's log holds this transaction's commit: another process decided."""
+
+
+class Restager:
+    """One participant at COMMIT PREPARED: its prepared actions, re-checked against the
+    commits since it was prepared and staged at its table's next version."""
+
+    def __init__(self, p: PreparedParticipant) -> None:
+        self.p = p
+        self.store = log_store_for(p.table_root)
+        self.log = DeltaLog(self.store)
+        try:
+            self.actions: tuple[Action, ...] = tuple(
+                decode_commit(self.store.read_log_file(p.actions_file))
+            )
+        except FileNotFoundError:
+            if self._replaced():  # DROP TABLE took the prepared actions with it
+                kind = MetadataChangedError
+                self._conflict(kind, -1, None, "the table was dropped since it was prepared")
+            raise CorruptLogError(
+                f"the prepared actions of {p.label} ({p.actions_file}) are gone, but the "
+                f"coordinator has no decision on the transaction",
+                hint="Something deleted files under _delta_log/_staged_commits; ROLLBACK "
+                "PREPARED the transaction and run it again.",
+            ) from None
+        self.info = next(a for a in self.actions if isinstance(a, CommitInfo))
+        self.app_ids = {a.app_id for a in self.actions if isinstance(a, SetTransaction)}
+        self.domains = {a.domain for a in self.actions if isinstance(a, DomainMetadata)}
+        self.removes = {norm_path(a.path) for a in self.actions if isinstance(a, RemoveFile)}
+        self.checked_through = p.version - 1  # PREPARE checked everything before
+        self.last_timestamp = 0
+        self.staged: Participant | None = None
+        self.superseded: list[str] = []
+
+    def _replaced(self) -> bool:
+        if self.log.latest_version() is None:
+            return True
+        return self.log.snapshot().metadata.id != self.p.table_id
+
+    def restage_if_stale(self) -> None:
+        latest = self.log.latest_version()
+        newest = -1 if latest is None else latest
+        if self.staged is not None and self.staged.version == newest + 1:
+            return
+        if newest < self.checked_through:
+            self._conflict(
+                MetadataChangedError, -1, None, "the table was dropped or replaced since"
+            )
+        versions = range(self.checked_through + 1, newest + 1)
+        for v, actions in zip(versions, self.log.read_commits(versions), strict=True):
+            self._check(WinningCommit(v, tuple(actions)))
+        if versions and self.log.snapshot(newest).metadata.id != self.p.table_id:
+            kind = MetadataChangedError
+            self._conflict(kind, newest, None, "the table was dropped and created again")
+        self.checked_through = newest
+        if self.staged is not None:
+            self.superseded.append(self.staged.staged_commit)
+        written = self._rebased()
+        require_added_files(self.log, written, self.info.operation or "COMMIT PREPARED")
+        name = staged_name(newest + 1, str(uuid.uuid4()))
+        self.store.fs.write_if_absent(self.store.log_path(name), encode_commit(written))
+        self.staged = Participant(
+            self.p.table_root, self.p.table_id, newest + 1, name, self.p.txn_id
+        )
+
+    def _rebased(self) -> tuple[Action, ...]:
+        """The prepared actions with a fresh commitInfo (timestamps after the winners')."""
+        now = now_ms()
+        ict = self.info.in_commit_timestamp
+        if ict is not None:
+            ict = max(now, ict, self.last_timestamp + 1)
+        info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
+        return tuple(info if isinstance(a, CommitInfo) else a for a in self.actions)
+
+    def _check(self, winner: WinningCommit) -> None:
+        """File-level, as if the whole table was read (the read set did not survive)."""
+        if winner.txn_id == self.p.txn_id:
+            raise DecidedElsewhere
+        info = winner.commit_info
+        if info is not None:
+            stamp = info.in_commit_timestamp or info.timestamp or 0
+            self.last_timestamp = max(self.last_timestamp, stamp)
+        operation = winner.operation
+        if winner.protocol is not None or winner.metadata is not None:
+            what = "protocol" if winner.protocol is not None else "schema or properties"
+            kind: type[CommitConflictError] = MetadataChangedError
+            self._conflict(kind, winner.version, operation, f"it changed the table's {what}")
+        if self.app_ids & {t.app_id for t in winner.of_type(SetTransaction)}:
+            kind = ConcurrentTransactionError
+            self._conflict(kind, winner.version, operation, "it wrote the same exactly-once app id")
+        if self.domains & {d.domain for d in winner.of_type(DomainMetadata)}:
+            kind = ConcurrentTransactionError
+            self._conflict(kind, winner.version, operation, "it wrote the same metadata domain")
+        if self.p.blind_append:
+            return  # read nothing: no data change can invalidate it
+        if self.removes & {norm_path(p) for p in winner.removes}:
+            kind = ConcurrentDeleteDeleteError
+            self._conflict(kind, winner.version, operation, "it removed a file this one removes")
+        changes_data = any(a.data_change for a in winner.adds.values()) or any(
+            r.data_change for r in winner.removes.values()
+        )
+        if not changes_data:
+            return
+        if self.p.isolation == "WriteSerializable" and winner.is_blind_append:
+            return
+        self._conflict(
+            ConcurrentAppendError,
+            winner.version,
+            operation,
+            "it changed data of a table this transaction read (a prepared transaction "
+            "counts as having read its whole tables)",
+        )
+
+    def _conflict(
+        self, kind: type[CommitConflictError], version: int, operation: str | None, rule: str
+    ) -> NoReturn:
+        raise kind(
+            f"{self.p.label}: version {version} ({operation or 'unknown'}) conflicts: {rule}",
+            winning_version=version,
+            winning_operation=operation,
+            isolation_level=self.p.isolation,
+            rule=rule,
+        )
+
+    def discard(self) -> None:
+        names = list(self.superseded)
+        if self.staged is not None:
+            names.append(self.staged.staged_commit)
+        for name in names:
+            try:
+                self.store.fs.delete(self.store.log_path(name))
+            except Exception:  # best effort: cleanup removes it once its version is out
+                logger.debug("could not delete staged commit %s", name, exc_info=True)
+        self.superseded.clear()
+        self.staged = None

@@ -47,5 +47,5 @@ def test_plain_commit_and_rollback_are_unchanged() -> None:
     "text", ["PREPARE TRANSACTION x", "COMMIT PREPARED", "ROLLBACK PREPARED 1"]
 )
 def test_the_id_must_be_a_string(text: str) -> None:
-    with pytest.raises(SqlParseError):
+    with pytest.raises(SqlParseError, match=r"PREPARE.*'id' \(the id is a string literal\)"):
         build(text)

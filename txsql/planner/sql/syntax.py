@@ -29,7 +29,7 @@ STATEMENT_WORDS = (
     "OPTIMIZE", "VACUUM", "RESTORE", "REORG", "BEGIN", "START", "COMMIT", "ROLLBACK", "USE",
     "SET", "RESET", "CACHE", "UNCACHE", "REFRESH", "ANALYZE", "MSCK", "GRANT", "REVOKE",
     "CONVERT", "FSCK", "COPY", "LIST", "ADD", "CLEAR", "SYNC", "COMMENT", "DECLARE",
-    "EXECUTE", "CALL", "LOAD", "GENERATE", "UNDROP", "APPLY", "CLONE", "REPAIR",
+    "EXECUTE", "CALL", "LOAD", "GENERATE", "UNDROP", "APPLY", "CLONE", "REPAIR", "PREPARE",
 )  # fmt: skip
 # Clause keywords a misspelling is checked against.
 CLAUSE_WORDS = (

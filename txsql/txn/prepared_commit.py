@@ -99,18 +99,20 @@ def commit_prepared(
             )
     except (CommitConflictError, AddedFileMissingError) as exc:
         _discard(stagers)
-        decision = _decide_rollback(coordinator, record)
-        if decision.prepared_outcome == COMMIT:  # another process committed it meanwhile
+        decision, ours = _decide_rollback(coordinator, record)
+        if not ours:  # another process decided meanwhile (a rollback deletes the files)
             return _report(record, decision, coordinator)
         raise _rolled_back_by_conflict(record, exc) from exc
-    except DecidedElsewhere:
+    except DecidedElsewhere as what:
         _discard(stagers)
         roll_forward(coordinator)
         decided = find_decision(coordinator, record)
         if decided is None:
             raise CorruptLogError(
-                f"a table holds prepared transaction {prepared_id!r}'s commit, but the "
-                f"coordinator has no decision on it"
+                f"prepared transaction {prepared_id!r}: {what}, but the coordinator has no "
+                f"decision on it",
+                hint="Something deleted or wrote files under _delta_log behind txsql; "
+                "ROLLBACK PREPARED the transaction and run it again.",
             ) from None
         return _report(record, decided, coordinator)
     except BaseException:
@@ -135,8 +137,7 @@ def rollback_prepared(coordinator: Coordinator, prepared_id: str) -> PreparedOut
     """
     record = read_prepared(coordinator, prepared_id)
     roll_forward(coordinator)
-    already = find_decision(coordinator, record) is not None
-    decision = _decide_rollback(coordinator, record)
+    decision, ours = _decide_rollback(coordinator, record)
     if decision.prepared_outcome == COMMIT:
         versions = dict(decision_versions(record, decision))
         shown = ", ".join(f"{t} v{v}" for t, v in versions.items())
@@ -145,19 +146,21 @@ def rollback_prepared(coordinator: Coordinator, prepared_id: str) -> PreparedOut
             f"cannot be rolled back",
             versions,
         )
-    state = "already rolled back" if already else "rolled back"
+    state = "rolled back" if ours else "already rolled back"
     return PreparedOutcome(record.transaction_id, state, (), decision.position)
 
 
-def _decide_rollback(coordinator: Coordinator, record: PreparedRecord) -> GroupRecord:
-    """Ratify a rollback decision unless one exists; returns the decision that holds.
-    After a rollback decision, delete what the transaction wrote."""
+def _decide_rollback(coordinator: Coordinator, record: PreparedRecord) -> tuple[GroupRecord, bool]:
+    """Ratify a rollback decision unless one exists; returns the decision that holds and
+    whether this call made it. After a rollback decision, delete what the transaction
+    wrote (again, if an earlier caller died before it finished)."""
     position = roll_forward(coordinator)
     decision = find_decision(coordinator, record)
+    ours = False
     while decision is None:
         mine = GroupRecord(position, record.transaction_id, now_ms(), (), ROLLBACK)
         if coordinator.ratify(mine):
-            decision = mine
+            decision, ours = mine, True
             break
         theirs = coordinator.read(position)
         if is_decision_of(theirs, record.transaction_id):
@@ -172,7 +175,7 @@ def _decide_rollback(coordinator: Coordinator, record: PreparedRecord) -> GroupR
         crash_point("prepared_rollback_decided")
         for p in record.participants:
             _delete_prepared_files(p)
-    return decision
+    return decision, ours
 
 
 def _delete_prepared_files(p: PreparedParticipant) -> None:

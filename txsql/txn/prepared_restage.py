@@ -19,7 +19,6 @@ from txsql.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentTransactionError,
-    CorruptLogError,
     MetadataChangedError,
 )
 from txsql.log.actions import Action, CommitInfo, DomainMetadata, RemoveFile, SetTransaction
@@ -36,7 +35,8 @@ logger = logging.getLogger(__name__)
 
 
 class DecidedElsewhere(Exception):
-    """A participant's log holds this transaction's commit: another process decided."""
+    """Another process decided: a participant's log holds this transaction's commit, or
+    its prepared actions were deleted (after a decision, they are)."""
 
 
 class Restager:
@@ -55,12 +55,9 @@ class Restager:
             if self._replaced():  # DROP TABLE took the prepared actions with it
                 kind = MetadataChangedError
                 self._conflict(kind, -1, None, "the table was dropped since it was prepared")
-            raise CorruptLogError(
-                f"the prepared actions of {p.label} ({p.actions_file}) are gone, but the "
-                f"coordinator has no decision on the transaction",
-                hint="Something deleted files under _delta_log/_staged_commits; ROLLBACK "
-                "PREPARED the transaction and run it again.",
-            ) from None
+            # A decision elsewhere deleted them (committed, or rolled back meanwhile);
+            # the caller looks for it, and reports a damaged table if there is none.
+            raise DecidedElsewhere(f"the prepared actions of {p.label} are gone") from None
         self.info = next(a for a in self.actions if isinstance(a, CommitInfo))
         self.app_ids = {a.app_id for a in self.actions if isinstance(a, SetTransaction)}
         self.domains = {a.domain for a in self.actions if isinstance(a, DomainMetadata)}
@@ -113,7 +110,7 @@ class Restager:
     def _check(self, winner: WinningCommit) -> None:
         """File-level, as if the whole table was read (the read set did not survive)."""
         if winner.txn_id == self.p.txn_id:
-            raise DecidedElsewhere
+            raise DecidedElsewhere(f"{self.p.label} v{winner.version} holds its commit")
         info = winner.commit_info
         if info is not None:
             stamp = info.in_commit_timestamp or info.timestamp or 0

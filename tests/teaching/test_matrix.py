@@ -149,6 +149,23 @@ def test_where_txsql_goes_beyond_databricks(matrix: ConflictMatrix) -> None:
 
 
 @pytest.mark.spark
+def test_the_serial_check_can_fail(spark: Any) -> None:
+    """An oracle that disagrees with every order marks the cell: the check is not vacuous."""
+    wrong_oracle = conflict_matrix(
+        spark,
+        settings=[SETTINGS[1]],
+        levels=("WriteSerializable",),
+        rows=["DELETE"],
+        columns=["UPDATE"],
+        serial_rows=lambda texts: [(1, 1, 1)],
+    )
+    (cell,) = wrong_oracle.cells
+    assert (cell.txsql, cell.serial) == ("✔", False)
+    assert cell.rows == ((2, 1, 21), (3, 2, 30), (4, 2, 40))
+    assert "≠ serial" in wrong_oracle._repr_html_()
+
+
+@pytest.mark.spark
 def test_the_table_renders_with_a_legend(matrix: ConflictMatrix) -> None:
     page = matrix._repr_html_()
     assert "ConcurrentDeleteRead" in page and "ours ↓ theirs →" in page

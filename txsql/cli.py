@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--warehouse", help="keep the demo tables here (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.command == "demo":
+        # Deferred: `txsql --version` must not load pyspark.
         from txsql.demo import run_demo
 
         run_demo(args.warehouse)

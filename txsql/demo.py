@@ -5,16 +5,15 @@ from __future__ import annotations
 import tempfile
 from typing import TYPE_CHECKING
 
+from txsql.engine.spark import local_spark
 from txsql.errors import CommitConflictError
+from txsql.session import Session
 
 if TYPE_CHECKING:
     from txsql.session import Session
 
 
 def run_demo(warehouse: str | None = None) -> None:
-    from txsql.engine.spark import local_spark
-    from txsql.session import Session
-
     directory = warehouse or tempfile.mkdtemp(prefix="txsql-demo-")
     print(f"txsql demo — warehouse {directory}")
     spark = local_spark()  # quiet: Spark's own output goes to the log file it names

@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from txsql.engine.spark_errors import quiet_spark_errors, statement_error
+from txsql.errors import TxSqlError
+
 _ARROW_FAILED = r"toPandas attempted Arrow optimization .* has reached the error below"
 
 
@@ -64,6 +67,7 @@ class Result:
                 # error raised instead says it once.
                 warnings.filterwarnings("ignore", _ARROW_FAILED, UserWarning)
                 return self.df.toPandas()
+        # Deferred: %load_ext imports this module and must not wait for pandas.
         import pandas as pd
 
         return pd.DataFrame([self.metrics])
@@ -85,8 +89,6 @@ class Result:
         file VACUUM deleted surfaces here, not when the statement ran. Spark's own log
         record of the error is kept off the console: the typed error says it all.
         """
-        from txsql.engine.spark_errors import quiet_spark_errors, statement_error
-        from txsql.errors import TxSqlError
 
         try:
             with quiet_spark_errors():
@@ -105,6 +107,7 @@ class Result:
             ) from None
 
     def _metrics_row(self) -> Any:
+        # Deferred: %load_ext imports this module and must not wait for pyspark.
         from pyspark.sql import Row
 
         return Row(**self.metrics)

@@ -13,6 +13,7 @@ from txsql.errors import SqlError, TransactionError, TxSqlError
 from txsql.planner import registry
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
+from txsql.planner.dml.hooks import DML_HOOKS
 from txsql.planner.idempotent import AppWrite, run_idempotent
 from txsql.planner.prepared import prepare_transaction, run_commit_prepared, run_rollback_prepared
 from txsql.planner.sql.build import build_statement
@@ -78,7 +79,7 @@ class Session:
         configure_storage(storage_options, hadoop_storage_conf(self.spark), spark_scheme)
         self.warehouse = parse_location(warehouse or DEFAULT_WAREHOUSE).root
         self.catalog = Catalog(self.warehouse)
-        self._context = RunContext(self.spark, self.catalog, max_commit_attempts)
+        self._context = RunContext(self.spark, self.catalog, DML_HOOKS, max_commit_attempts)
 
     def sql(
         self,
@@ -239,7 +240,11 @@ class TransactionHandle:
         self._session = session
         base = session._context
         self._context = RunContext(
-            base.spark, base.catalog, base.max_commit_attempts, ExplicitTransaction(isolation)
+            base.spark,
+            base.catalog,
+            base.hooks,
+            base.max_commit_attempts,
+            ExplicitTransaction(isolation),
         )
 
     @property

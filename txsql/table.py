@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+from sqlglot import exp
+
+from txsql.dv.store import read_deletion_vector
 from txsql.engine.scan import scan_snapshot
+from txsql.errors import DataFileError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import sql_string
@@ -16,6 +21,7 @@ from txsql.planner.operations.writes import append_dataframe
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef
 from txsql.planner.sql.script import parse_statement, split_statements
+from txsql.planner.table_changes import changes_dataframe
 from txsql.streaming import foreach_batch_writer
 
 if TYPE_CHECKING:
@@ -65,8 +71,6 @@ class Table:
     def deleted_rows(self, path: str, version: int | None = None) -> list[int]:
         """Row positions of data file ``path`` (as the log names it) that its deletion
         vector marks deleted; empty when the file has none."""
-        from txsql.dv.store import read_deletion_vector
-        from txsql.errors import DataFileError
 
         snapshot = self.snapshot(version)
         for add in snapshot.files:
@@ -92,7 +96,6 @@ class Table:
         ``update_preimage``, ``update_postimage``), ``_commit_version`` and
         ``_commit_timestamp``, as ``SELECT * FROM table_changes(...)`` returns them.
         """
-        from txsql.planner.table_changes import changes_dataframe
 
         return changes_dataframe(self._context, self.ref, start, end)
 
@@ -120,8 +123,7 @@ class Table:
         app = AppWrite.from_args(app_id, app_version)
         base = self._context
         # Its own autocommit context: an append never joins a SQL BEGIN of the session.
-        ctx = RunContext(base.spark, base.catalog, base.max_commit_attempts, app=app)
-        import pandas as pd
+        ctx = RunContext(base.spark, base.catalog, base.hooks, base.max_commit_attempts, app=app)
 
         if isinstance(df, pd.DataFrame):  # Spark infers the types; conforming casts them
             df = base.spark.createDataFrame(df)
@@ -154,7 +156,6 @@ def _parse_ref(name_or_path: str) -> TableRef:
     text = name_or_path.strip()
     if text.startswith(("/", "file:", "./", "~")) or "://" in text:
         return TableRef(path=text)
-    from sqlglot import exp
 
     statement = split_statements(f"SELECT * FROM {text}")[0]
     select = parse_statement(statement, statement.text)

@@ -21,11 +21,14 @@ from dataclasses import dataclass, replace
 from functools import reduce
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
+from pyspark.sql import functions as F
 
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.scan import resolve_path, scan_snapshot, snapshot_row_ids
+from txsql.engine.write import write_data_files
 from txsql.errors import ChangeDataFeedError
 from txsql.log import properties
 from txsql.log.actions import AddCDCFile, AddFile, Metadata, RemoveFile
@@ -67,8 +70,6 @@ class ChangeFiles:
 
 
 def with_change_type(df: DataFrame, change_type: str) -> DataFrame:
-    from pyspark.sql import functions as F
-
     return df.withColumn(CHANGE_TYPE, F.lit(change_type))
 
 
@@ -78,7 +79,6 @@ def write_change_files(spark: SparkSession, snapshot: Snapshot, rows: DataFrame)
     Partitioned tables get Hive-style directories inside ``_change_data/`` as Delta Spark
     writes them; partition values go into each action, as the protocol asks.
     """
-    from txsql.engine.write import write_data_files
 
     root = os.path.join(os.path.abspath(snapshot.table_root), CHANGE_DIR)
     # No column rules: the rows are records of changes the data files already passed.
@@ -120,8 +120,6 @@ def _keep_marked(
     """Executor side: keep the rows whose (file, row index) a bitmap marks."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import numpy as np
-
         arrays: dict[str, np.ndarray] = {}
         for batch in batches:
             if batch.num_rows == 0:
@@ -266,8 +264,6 @@ def _as_add(remove: RemoveFile) -> AddFile:
 
 
 def _stamp(df: DataFrame, version: int, timestamp_ms: int) -> DataFrame:
-    from pyspark.sql import functions as F
-
     return df.withColumn(COMMIT_VERSION, F.lit(version).cast("long")).withColumn(
         COMMIT_TIMESTAMP, F.timestamp_millis(F.lit(timestamp_ms))
     )

@@ -207,6 +207,7 @@ def _expander(
     fs = file_io_for(root)
 
     def expand(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Imported where this runs: in Spark's Python worker.
         import numpy as np
 
         from txsql.dv.descriptor import DeletionVectorDescriptor

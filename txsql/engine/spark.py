@@ -59,6 +59,7 @@ def local_session(master: str = "local[*]", app_name: str = "txsql") -> SparkSes
     everything it logs later go to :func:`spark_log_path` instead. Errors still reach the
     caller as exceptions from the statement that failed.
     """
+    # Deferred: %load_ext imports this module and must not wait for pyspark.
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", _python())
@@ -92,6 +93,7 @@ def local_spark(
     The same session as :func:`local_session`; when this call launched the JVM,
     ``announce`` gets one line naming the file Spark's own output goes to.
     """
+    # Deferred: %load_ext imports this module and must not wait for pyspark.
     from pyspark import SparkContext
 
     fresh = SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ
@@ -124,6 +126,7 @@ def _launch_jvm_quietly(options: Mapping[str, str]) -> None:
     adopts it. A JVM that already exists (an earlier session, or ``pyspark``/
     ``spark-submit`` which export ``PYSPARK_GATEWAY_PORT``) is left as it is.
     """
+    # Deferred: %load_ext imports this module and must not wait for pyspark.
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -165,8 +168,6 @@ def prepare_session(spark: SparkSession) -> SparkSession:
 
 
 def _python() -> str:
-    import sys
-
     return sys.executable
 
 
@@ -191,6 +192,7 @@ def wants_background_start(environ: Mapping[str, str] | None = None) -> bool:
         return False
     if "pyspark" not in sys.modules:
         return True
+    # Deferred: %load_ext imports this module and must not wait for pyspark.
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 

@@ -49,6 +49,7 @@ def _install_filters() -> None:
     if len(_installed) == len(_ERROR_LOGGERS):
         return
     try:
+        # Deferred: %load_ext imports this module and must not wait for pyspark.
         from pyspark.logger import PySparkLogger
     except ImportError:  # older PySpark: no such loggers, nothing to silence
         _installed.update(_ERROR_LOGGERS)

@@ -32,13 +32,14 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType
 
-from txsql.engine.schema import quote
+from txsql.engine.schema import physical_name, quote
 from txsql.errors import (
     CheckConstraintViolationError,
     ConstraintViolationError,
@@ -266,9 +267,6 @@ def generated_high_water_marks(
     Raises:
         IdentityColumnError: the stats lack the column and the files are not local.
     """
-    from urllib.parse import unquote
-
-    from txsql.engine.schema import physical_name
 
     rules = {i.column.lower(): i for i in column_rules(metadata).identity}
     mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from txsql.errors import CorruptLogError, VersionNotFoundError
 from txsql.log import properties
 from txsql.log.actions import CommitInfo
-from txsql.log.replay import commit_info_of, read_commit_file
+from txsql.log.replay import commit_info_of, load_snapshot, read_commit_file
 from txsql.log.segment import LogListing, earliest_recreatable, find_segment, list_log
 from txsql.storage.logstore import LogStore
 
@@ -104,9 +104,6 @@ class _Timeline:
 def _timeline(store: LogStore, configuration: dict[str, str] | None) -> _Timeline:
     listing = list_log(store)
     if configuration is None:
-        # Imported here: replay -> deltalog is the usual direction; history stays light.
-        from txsql.log.replay import load_snapshot
-
         configuration = load_snapshot(
             store, find_segment(store, None, listing=listing)
         ).configuration

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -231,7 +232,6 @@ MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 
 def new_physical_name() -> str:
     """A fresh physical name as Delta Spark makes them: ``col-<uuid4>``."""
-    import uuid
 
     return f"col-{uuid.uuid4()}"
 

@@ -12,6 +12,7 @@ __all__ = ["register"]
 
 def register(ipython: Any) -> None:
     """Register the ``%%txsql`` / ``%txsql`` magics (and completions) on ``ipython``."""
+    # Deferred: `import txsql.magics` stays cheap until IPython registers the magics.
     from txsql.magics.completion import register_completer
     from txsql.magics.magic import TxSqlMagics
 

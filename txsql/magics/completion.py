@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from IPython.core.completer import SimpleCompletion, context_matcher
+
 from txsql.planner.catalog import Catalog
 from txsql.planner.sql.refs import TableRef
 
@@ -56,7 +58,6 @@ def register_completer(ipython: Any, magics: Any) -> None:
     completer = getattr(ipython, "Completer", None)
     if completer is None or not hasattr(completer, "custom_matchers"):
         return
-    from IPython.core.completer import SimpleCompletion, context_matcher
 
     @context_matcher()
     def txsql_matcher(context: Any) -> dict[str, Any]:
@@ -81,6 +82,7 @@ def _catalog(magics: Any) -> Catalog:
     sessions = getattr(magics, "_sessions", {})
     if sessions:
         return next(iter(sessions.values())).catalog
+    # Deferred: txsql.session loads pyspark, which %load_ext must not wait for.
     from txsql.session import DEFAULT_WAREHOUSE
 
     return Catalog(getattr(magics, "warehouse", None) or DEFAULT_WAREHOUSE)

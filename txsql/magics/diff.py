@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from txsql.engine.names import fresh_name
-from txsql.errors import SqlError
+from txsql.errors import ChangeDataFeedError, SqlError
 from txsql.magics.errors import MagicUsageError
 from txsql.magics.render import (
     CELL_STYLE,
@@ -124,6 +124,7 @@ def version_diff(
             hint="Diff versions that share a schema, or compare them with SELECTs.",
         )
     key_columns = _key_columns(table, before.columns, key)
+    # Deferred: %load_ext imports this module and must not wait for pyspark.
     from pyspark.sql import functions as F
 
     change = fresh_name(CHANGE, before.columns)  # a table column may be "__txsql_change"
@@ -153,7 +154,6 @@ def version_diff(
 def _feed_changes(handle: Any, old: int, new: int, columns: list[str]) -> tuple[Any, Any] | None:
     """(rows that arrived, rows that went) from ``old`` to ``new`` by the change data feed,
     or None when the feed does not cover the versions in between."""
-    from txsql.errors import ChangeDataFeedError
 
     if old == new:
         return None
@@ -164,6 +164,7 @@ def _feed_changes(handle: Any, old: int, new: int, columns: list[str]) -> tuple[
         return None  # no feed for (part of) the range: compare the two versions instead
     if feed.columns[: len(columns)] != columns:
         return None
+    # Deferred: %load_ext imports this module and must not wait for pyspark.
     from pyspark.sql import functions as F
 
     kept = [F.col("`" + c.replace("`", "``") + "`") for c in columns]

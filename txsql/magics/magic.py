@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config.configurable import Configurable
 
@@ -38,6 +39,7 @@ from txsql.magics.sessions import NamedSessions
 from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
 from txsql.magics.warmup import cancel_warmup, wants_warmup, warm_statements
+from txsql.planner.sql.script import split_statements
 from txsql.version import __version__
 
 SUBCOMMANDS = ("history", "diff", "sessions", "tables")
@@ -185,8 +187,6 @@ class TxSqlMagics(Magics, TxSql):
             return None
         if returned is not value and value.result.df is None and run.feedback >= 1:
             # spark/pandas output still says what was committed
-            from IPython.display import display
-
             display(TxResult(value.results, details=value.details, show_rows=False))
         return returned
 
@@ -231,6 +231,7 @@ class TxSqlMagics(Magics, TxSql):
 
     def _session(self, options: MagicOptions) -> Any:
         """The Session for these options, cached per Spark session, warehouse and retries."""
+        # Deferred: txsql.session loads pyspark, which %load_ext must not wait for.
         from txsql.session import Session
 
         spark = self._spark(options.spark)
@@ -298,9 +299,10 @@ class TxSqlMagics(Magics, TxSql):
             raise MagicUsageError(f"{name} needs a table", hint=f"e.g. %txsql {name} orders")
         limit = self._limit(options)
         if name == "history":
+            table = session.table(" ".join(args))
+            # Deferred: the planner loads pyspark, which %load_ext must not wait for.
             from txsql.planner.operations.describe import history_rows
 
-            table = session.table(" ".join(args))
             rows = history_rows(table.log, None if limit is None else limit + 1)
             truncated = limit is not None and len(rows) > limit
             shown = rows[:limit] if limit is not None else rows
@@ -343,8 +345,6 @@ class TxSqlMagics(Magics, TxSql):
         statements = _statement_texts(source)
         card = False
         if isinstance(error, CommitConflictError):
-            from IPython.display import display
-
             display(ConflictCard(error, session=options.session if options else None))
             card = True
         lines = error_lines(error, source, statements=statements, conflict_card_shown=card)
@@ -364,7 +364,6 @@ def _warm_for_notebook(spark: Any, keep_going: Callable[[], bool]) -> None:
 def _statement_texts(source: SqlSource | None) -> list[str]:
     if source is None:
         return []
-    from txsql.planner.sql.script import split_statements
 
     try:
         return [s.text for s in split_statements(source.text)]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 
+from IPython.display import display
+
 from txsql.magics.render import MUTED, duration, esc
 
 
@@ -44,8 +46,6 @@ class IPythonDisplay:
         self._handle: Any = None
 
     def show(self, text: str, html: str) -> None:
-        from IPython.display import display
-
         bundle = {"text/plain": text, "text/html": html}
         if self._handle is None:
             self._handle = display(bundle, raw=True, display_id=True)

@@ -15,6 +15,7 @@ those files.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
 from txsql.planner.sql.refs import TableRef
 from txsql.storage.written import WrittenFiles, activate, deactivate
+from txsql.txn.conflicts import RowPredicateChecker
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.result import CommitResult
@@ -83,10 +85,24 @@ class StatementFrame:
     token: contextvars.Token[WrittenFiles | None] | None = None
 
 
+@dataclass(frozen=True)
+class DmlHooks:
+    """What the context calls in the DML machinery (``planner/dml``), which sits above it:
+    whoever builds a context passes :data:`txsql.planner.dml.hooks.DML_HOOKS`."""
+
+    # Decides, with Spark, whether a winner's new rows satisfy a read predicate.
+    row_checker: Callable[[SparkSession, Transaction], RowPredicateChecker]
+    # What a statement of an explicit transaction starts from, for its change data feed.
+    statement_start: Callable[[Transaction], Any]
+    # Records that statement's changes once it is staged (ctx, txn, its statement_start).
+    record_changes: Callable[[RunContext, Transaction, Any], None]
+
+
 @dataclass
 class RunContext:
     spark: SparkSession
     catalog: Catalog
+    hooks: DmlHooks
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
     app: AppWrite | None = None  # exactly-once (app id, version) of the current call
@@ -127,9 +143,7 @@ class RunContext:
             if explicit.txn is None:
                 explicit.txn = txn
         self._record_writes(txn)
-        from txsql.planner.dml.changes import statement_start  # local: it imports the engine
-
-        self.explicit.statement_start = statement_start(txn)
+        self.explicit.statement_start = self.hooks.statement_start(txn)
         return txn
 
     def _require_enrolled(self, writers: list[Transaction]) -> None:
@@ -206,9 +220,7 @@ class RunContext:
             raise
         if explicit:
             assert self.explicit is not None
-            from txsql.planner.dml.changes import record_statement_changes
-
-            record_statement_changes(self, txn, self.explicit.statement_start)
+            self.hooks.record_changes(self, txn, self.explicit.statement_start)
             self.explicit.statements.append(
                 StagedStatement(
                     operation, dict(parameters or {}), dict(metrics or {}), txn.table_root
@@ -253,9 +265,6 @@ class RunContext:
         return self.catalog.snapshot(ref, self.spark)
 
     def _new_transaction(self, log: DeltaLog, isolation: IsolationLevel | None) -> Transaction:
-        from txsql.planner.dml.row_check import SparkRowChecker  # local: it imports the engine
-
         txn = Transaction(log, isolation=isolation, max_attempts=self.max_commit_attempts)
-        # Spark decides whether a winner's new rows satisfy our read predicate.
-        txn.row_predicate_checker = SparkRowChecker(self.spark, txn)
+        txn.row_predicate_checker = self.hooks.row_checker(self.spark, txn)
         return txn

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from txsql.engine.write import STAGING_DIR
 from txsql.errors import NonEmptyLocationError, SqlError, VersionNotFoundError
 from txsql.storage.factory import file_io_for
+from txsql.storage.leftovers import STAGING_DIR
 from txsql.storage.paths import join, parse_location
 
 if TYPE_CHECKING:

@@ -24,6 +24,7 @@ from txsql.planner.context import RunContext
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef
+from txsql.planner.sql.script import parse_statement, split_statements
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -139,7 +140,6 @@ def parse_table_name(text: str) -> TableRef:
     text = text.strip()
     if text.startswith(("/", "file:", "./", "~")) or "://" in text:
         return TableRef(path=text)
-    from txsql.planner.sql.script import parse_statement, split_statements
 
     statement = split_statements(f"SELECT * FROM {text}")[0]
     table = parse_statement(statement, statement.text).find(exp.Table)

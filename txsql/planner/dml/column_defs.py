@@ -10,8 +10,11 @@ Also here: the ``DEFAULT`` keyword in ``INSERT ... VALUES`` (:func:`replace_defa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from txsql.errors import (
@@ -77,8 +80,6 @@ def check_column_rules(
     Raises:
         ConstraintDefinitionError: with the column and the reason.
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
     computed = {c.name.lower() for c in columns if c.generated is not None or c.identity}
     partitions = {p.lower() for p in partition_columns}
@@ -203,7 +204,6 @@ def merge_with_defaults(merge: Merge, schema_json: dict[str, Any]) -> Merge:
     Generated columns need nothing here (the write recomputes them); identity columns
     cannot be handed out by MERGE (the write refuses a NULL one).
     """
-    from dataclasses import replace
 
     fields = schema_json.get("fields", [])
     # SET s.a = ... becomes SET s = <s rebuilt>: the checks below then see whole columns.
@@ -273,8 +273,6 @@ def check_default(ctx: RunContext, schema_json: dict[str, Any], column: str, sql
     Raises:
         ConstraintDefinitionError: it reads columns, does not parse, or cannot be cast.
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
     types = {f.name.lower(): f.dataType for f in StructType.fromJson(schema_json).fields}
     try:

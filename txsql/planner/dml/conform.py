@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql.types import StructType
+
+from txsql.engine.scan_columns import sql_type
+from txsql.engine.schema import quote
 from txsql.errors import IdentityColumnError, SchemaError
 from txsql.log.column_rules import DEFAULT_KEY, GENERATION_KEY, identity_of
 
@@ -36,12 +40,6 @@ def conform_to_schema(
         IdentityColumnError: ``inserting`` new rows with a value for a GENERATED ALWAYS
             identity column (UPDATE and MERGE rewrite rows that already have theirs).
     """
-    # Deferred: pyspark loads on first use, not when the magic is imported.
-    from pyspark.sql.types import StructType
-
-    from txsql.engine.scan_columns import sql_type
-    from txsql.engine.schema import quote
-
     schema = StructType.fromJson(schema_json)
     target_names = [f.name for f in schema.fields]
     # Query columns are matched by position, as Spark does. Duplicate output names

@@ -34,11 +34,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
+from pyspark.sql import functions as F
 
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
 from txsql.engine.names import fresh_names
-from txsql.engine.scan import snapshot_row_ids
+from txsql.engine.scan import resolve_path, scan_snapshot, snapshot_row_ids
 from txsql.engine.schema import quote
+from txsql.engine.write import write_data_files
 from txsql.errors import TxSqlError
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile
@@ -98,6 +100,14 @@ class DeletionOutcome:
     matched_rows_by_file: dict[str, BitMap64] = field(default_factory=dict)
     touched_files: list[AddFile] = field(default_factory=list)
     written_paths: list[str] = field(default_factory=list)
+
+    def dv_counts(self) -> dict[str, int]:
+        """:meth:`dv_metrics` as the fields of :class:`~txsql.planner.metrics.RowRewriteMetrics`."""
+        return {
+            "num_deletion_vectors_added": self.num_dvs_added + self.num_dvs_updated,
+            "num_deletion_vectors_removed": self.num_dvs_removed + self.num_dvs_updated,
+            "num_deletion_vectors_updated": self.num_dvs_updated,
+        }
 
     def dv_metrics(self, prefix: str = "num") -> dict[str, int]:
         """Delta's DV counters: added and removed both include updated DVs.
@@ -187,7 +197,6 @@ def crc_paths(files: Sequence[AddFile]) -> dict[int, str] | None:
 
 def file_crc(column: str) -> Column:
     """Spark's crc32 of a file column: the key :func:`bitmaps_by_crc` maps back to paths."""
-    from pyspark.sql import functions as F
 
     return F.crc32(F.col(quote(column)).cast("binary"))
 
@@ -196,7 +205,6 @@ def _collect_rows(
     matched: DataFrame, file_column: str, row_column: str, crcs: dict[int, str]
 ) -> dict[str, BitMap64]:
     """One Spark job without a Python stage: the pairs as Arrow, grouped on the driver."""
-    from pyspark.sql import functions as F
 
     pairs = matched.select(file_crc(file_column).alias("f"), F.col(quote(row_column)).alias("r"))
     table = count_job(lambda: pairs.toArrow())
@@ -309,9 +317,6 @@ def _copy_on_write(
     now: int,
 ) -> None:
     """Rewrite files without their newly deleted rows (bitmaps expanded on executors)."""
-
-    from txsql.engine.scan import resolve_path, scan_snapshot
-    from txsql.engine.write import write_data_files
 
     started = time.perf_counter()
     spark = ctx.spark

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from pyroaring import BitMap64
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
 
 from txsql.engine.names import fresh_names
 from txsql.engine.scan_files import sql_string
@@ -107,7 +109,6 @@ class RowObserver:
 
     def observe(self, rows: DataFrame) -> DataFrame:
         """``rows`` counting and listing their keys in the job that reads them (once)."""
-        from pyspark.sql import functions as F
 
         # The key is a column first: Spark evaluates observed aggregates without
         # initialising a non-deterministic input (the position in the task) itself.
@@ -135,7 +136,6 @@ def row_observer(
     """An observer of the rows of a scan of ``files`` (``row_ids`` names the file and
     row-index columns); None when a key could name two rows (two files share a CRC, or a
     file's row count is unknown or reaches 2**32)."""
-    from pyspark.sql import Observation
 
     crcs = crc_paths(files)
     counts = [num_records(f.stats) for f in files]

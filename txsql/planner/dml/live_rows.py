@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pyspark.sql import functions as F
 
 from txsql.dv.store import read_deletion_vector
 from txsql.engine.scan import snapshot_row_ids
@@ -54,7 +55,6 @@ def without_dvs(files: Sequence[AddFile]) -> list[AddFile]:
 def drop_deleted_rows(df: DataFrame, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
     """``df`` (a scan of ``files`` with the snapshot's row ids) without the rows the files'
     DVs delete."""
-    from pyspark.sql import functions as F
 
     if all(f.deletion_vector is None for f in files):
         return df
@@ -77,7 +77,6 @@ def drop_deleted_by_literals(
     """``df`` without the deleted rows of ``files`` by a literal IN set, or None when they
     are too many or the keys would not be unique (two paths with one CRC, a row index of
     2**32 or more)."""
-    from pyspark.sql import functions as F
 
     with_dv = [(f, dv) for f in files if (dv := f.deletion_vector) is not None]
     if sum(dv.cardinality for _, dv in with_dv) > _LITERAL_ROWS:
@@ -103,6 +102,7 @@ def drop_deleted_by_literals(
 
 
 def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-untyped-def]
+    # Imported where this runs: in Spark's Python worker.
     import pandas as pd
 
     cache: dict[str, Any] = {}  # per worker: each DV file is read once, not per batch
@@ -110,6 +110,7 @@ def _live_function(root: str, dvs: dict[str, DvFields]):  # type: ignore[no-unty
     fs = file_io_for(root)
 
     def live(paths: pd.Series, rows: pd.Series) -> pd.Series:
+        # Imported where this runs: in Spark's Python worker.
         from txsql.dv.descriptor import DeletionVectorDescriptor
 
         keep = np.ones(len(paths), dtype=bool)

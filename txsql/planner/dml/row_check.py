@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
 
+from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate, to_sql
 from txsql.txn.transaction import Transaction
@@ -57,7 +58,6 @@ class SparkRowChecker:
         snapshot = self._txn.snapshot()
         if snapshot is None:
             return True
-        from txsql.engine.scan import scan_snapshot
 
         try:
             rows = scan_snapshot(self._spark, replace(snapshot, files=tuple(files)))
@@ -88,7 +88,6 @@ class SparkRowChecker:
         limit: int,
     ) -> list[dict[str, Any]]:
         """Values of ``columns`` for the given physical rows (at most ``limit``)."""
-        from txsql.engine.scan import snapshot_row_ids
 
         snapshot = self._txn.snapshot()
         df = self._physical_rows(rows)
@@ -122,7 +121,6 @@ def physical_rows(
     result keeps the snapshot's hidden row-id columns (:func:`snapshot_row_ids`), whose names
     never clash with the table's own (a user column may be called `_file`).
     """
-    from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 
     file_column, row_column = snapshot_row_ids(snapshot)
     files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())

@@ -29,6 +29,7 @@ from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.metrics import OperationMetrics
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import FilePlan, plan_files, predicate_sql, to_predicate
 from txsql.planner.sql.refs import TableRef
@@ -155,8 +156,7 @@ def commit_dml(
     text: str,
     operation: str,
     parameters: dict[str, Any],
-    metrics: dict[str, int],
-    result_metrics: dict[str, int],
+    metrics: OperationMetrics,
     cleanup: Callable[[], None],
 ) -> Result:
     """Commit (or stage inside BEGIN) and describe the outcome as a :class:`Result`.
@@ -166,10 +166,10 @@ def commit_dml(
     """
     assert target.txn is not None
     try:
-        committed = target.ctx.commit(target.txn, operation, parameters, metrics)
+        committed = target.ctx.commit(target.txn, operation, parameters, metrics.delta())
     except (CommitConflictError, CommitRetriesExceededError):
         cleanup()
         raise
     return commit_result(
-        text, target.display, operation, committed, target.txn.read_version, result_metrics
+        text, target.display, operation, committed, target.txn.read_version, metrics.shown()
     )

@@ -42,6 +42,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import check_location_empty, claim_location, release_location
 from txsql.planner.context import RunContext
+from txsql.planner.metrics import CloneMetrics
 from txsql.planner.operations.alter import PROTOCOL_KEYS
 from txsql.planner.operations.replace import merged_protocol
 from txsql.planner.sql.statements import CloneTable
@@ -125,7 +126,7 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
         else:
             actions.extend(copies.copy(f) for f in source.files)
         txn.stage(actions)
-        metrics = _metrics(source, copies)
+        metrics = _metrics(source, copies).delta()
         committed = ctx.commit(txn, "CLONE", _parameters(statement, source), metrics)
     except BaseException:
         if txn.may_have_committed:
@@ -309,15 +310,15 @@ def _parameters(statement: CloneTable, source: Snapshot) -> dict[str, object]:
     }
 
 
-def _metrics(source: Snapshot, copies: DeepCopy) -> dict[str, int]:
-    return {
-        "sourceTableSize": sum(f.size for f in source.files),
-        "sourceNumOfFiles": len(source.files),
-        "numRemovedFiles": 0,
-        "numCopiedFiles": copies.data_files,
-        "removedFilesSize": 0,
-        "copiedFilesSize": copies.bytes,
-    }
+def _metrics(source: Snapshot, copies: DeepCopy) -> CloneMetrics:
+    return CloneMetrics(
+        source_table_size=sum(f.size for f in source.files),
+        source_num_of_files=len(source.files),
+        num_removed_files=0,
+        num_copied_files=copies.data_files,
+        removed_files_size=0,
+        copied_files_size=copies.bytes,
+    )
 
 
 def _result(text: str, table: str, committed: CommitResult | None, source: Snapshot) -> Result:

@@ -16,6 +16,10 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
+
+from txsql.engine.scan import scan_snapshot
 from txsql.errors import ConstraintDefinitionError, SchemaError
 from txsql.log import column_rules, features
 from txsql.log.actions import Action, Metadata
@@ -50,7 +54,6 @@ def run_add_constraint(ctx: RunContext, statement: AlterAddConstraint, text: str
             hint=f"Drop it first (ALTER TABLE {table} DROP CONSTRAINT {statement.name}) or "
             "pick another name.",
         )
-    from pyspark.sql import functions as F
 
     rows = _current_rows(ctx, txn, snapshot)
     condition = _boolean(rows, statement.expression, f"CHECK constraint {statement.name}")
@@ -108,8 +111,6 @@ def run_alter_column(ctx: RunContext, statement: AlterColumn, text: str) -> Resu
     field = _field(metadata, statement.column, table)
     name = field["name"]
     if statement.nullable is False:
-        from pyspark.sql import functions as F
-
         rows = _current_rows(ctx, txn, snapshot)
         _refuse_violations(rows, F.col(_quote(name)).isNull(), f"NOT NULL on {name}", table)
         new = column_rules.with_field_metadata(metadata, name, table, nullable=False)
@@ -159,17 +160,12 @@ def _field(metadata: Metadata, column: str, table: str) -> dict[str, Any]:
 
 
 def _current_rows(ctx: RunContext, txn: Transaction, snapshot: Snapshot) -> DataFrame:
-    from txsql.engine.scan import scan_snapshot
-
     # Every current row is read: a concurrent append or rewrite then fails our commit.
     txn.record_scan(TRUE, list(snapshot.files))
     return scan_snapshot(ctx.spark, snapshot)
 
 
 def _boolean(rows: DataFrame, sql: str, what: str) -> Column:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType
-
     try:
         condition = F.expr(sql)
         kind = rows.select(condition.alias("c")).schema[0].dataType
@@ -188,7 +184,6 @@ def _boolean(rows: DataFrame, sql: str, what: str) -> Column:
 
 def _refuse_violations(rows: DataFrame, violation: Column, rule: str, table: str) -> None:
     """One Spark job: count the rows breaking ``rule`` and fetch one of them."""
-    from pyspark.sql import functions as F
 
     shown = F.substring(F.to_json(F.struct(*[F.col(_quote(c)) for c in rows.columns])), 1,
                         _SHOWN_ROW_CHARS)  # fmt: skip

@@ -29,6 +29,7 @@ from txsql.planner.dml.few_rows import collect_found_rows
 from txsql.planner.dml.jobs import JobCounter, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
+from txsql.planner.metrics import DeleteMetrics, elapsed_ms
 from txsql.planner.sql.statements import Delete
 from txsql.result import Result
 from txsql.txn.rowlevel import num_records
@@ -62,7 +63,7 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
                     outcome = mark_rows_deleted(ctx, snapshot, matched, candidates=plan.scan)
                 else:
                     outcome = delete_found_rows(ctx, snapshot, found, candidates=plan.scan)
-            scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
+            scan_ms = elapsed_ms(scan_started) - outcome.rewrite_time_ms
         whole_rows = _live_rows(plan.whole)
         actions: list[Action] = list(outcome.actions)
         for f in plan.whole:
@@ -83,41 +84,26 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
     finally:
         target.close()
     deleted = None if whole_rows is None else outcome.num_deleted_rows + whole_rows
-    metrics = {
-        "numRemovedFiles": outcome.num_removed_files,
-        "numAddedFiles": outcome.num_added_files,
-        "numAddedChangeFiles": changes.count,
-        **outcome.dv_metrics(),
-        "numDeletedRows": deleted or 0,
-        "numCopiedRows": outcome.num_copied_rows,
-        "numRemovedBytes": outcome.num_removed_bytes,
-        "numAddedBytes": outcome.num_added_bytes,
-        "executionTimeMs": _ms(started),
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": outcome.rewrite_time_ms,
-    }
-    if not plan.scan and plan.whole:
-        # Delta's metadata-only delete reports no copy/add counters, and the deleted row
-        # count only when every removed file has stats.
-        del metrics["numCopiedRows"], metrics["numAddedFiles"]
-        if deleted is None:
-            del metrics["numDeletedRows"]
-    affected = -1 if deleted is None else deleted
-    result_metrics = {
-        "num_affected_rows": affected,
-        "num_deleted_rows": affected,
-        "spark_jobs": jobs.jobs,
-    }
-    parameters = {"predicate": json.dumps(target.condition_sql())}
-    return commit_dml(
-        target,
-        text,
-        "DELETE",
-        parameters,
-        metrics,
-        result_metrics,
-        cleanup,
+    # Delta's metadata-only delete reports no copy/add counters, and the deleted row count
+    # only when every removed file has stats.
+    metadata_only = not plan.scan and bool(plan.whole)
+    metrics = DeleteMetrics(
+        num_removed_files=outcome.num_removed_files,
+        num_added_files=None if metadata_only else outcome.num_added_files,
+        num_added_change_files=changes.count,
+        **outcome.dv_counts(),
+        num_deleted_rows=None if metadata_only and deleted is None else deleted or 0,
+        num_copied_rows=None if metadata_only else outcome.num_copied_rows,
+        num_removed_bytes=outcome.num_removed_bytes,
+        num_added_bytes=outcome.num_added_bytes,
+        execution_time_ms=elapsed_ms(started),
+        scan_time_ms=scan_ms,
+        rewrite_time_ms=outcome.rewrite_time_ms,
+        affected_rows=-1 if deleted is None else deleted,
+        spark_jobs=jobs.jobs,
     )
+    parameters = {"predicate": json.dumps(target.condition_sql())}
+    return commit_dml(target, text, "DELETE", parameters, metrics, cleanup)
 
 
 def _record_reads(
@@ -153,7 +139,3 @@ def _live_rows(files: Sequence[AddFile]) -> int | None:
             return None
         total += n - (f.deletion_vector.cardinality if f.deletion_vector else 0)
     return total
-
-
-def _ms(since: float) -> int:
-    return int((time.perf_counter() - since) * 1000)

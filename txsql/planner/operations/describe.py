@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from txsql.log import features
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
@@ -126,7 +128,6 @@ def history_dataframe(spark: SparkSession, log: DeltaLog, limit: int | None = No
     """The commits as a DataFrame of local rows: built from Arrow, Spark keeps them as a
     local relation in the plan, and collecting it runs no Spark job (a list of Python rows
     becomes a parallelized RDD, and every collect of it a job)."""
-    import pyarrow as pa
 
     table = pa.Table.from_pylist(history_rows(log, limit), schema=_history_arrow_schema())
     return spark.createDataFrame(table, HISTORY_SCHEMA)
@@ -134,7 +135,6 @@ def history_dataframe(spark: SparkSession, log: DeltaLog, limit: int | None = No
 
 def _history_arrow_schema() -> Any:
     """:data:`HISTORY_SCHEMA` in Arrow."""
-    import pyarrow as pa
 
     text, texts = pa.string(), pa.map_(pa.string(), pa.string())
     return pa.schema(

@@ -13,6 +13,8 @@ import datetime as dt
 import json
 from typing import Any
 
+from pyspark.sql.types import _parse_datatype_json_value  # local: pyspark is heavy
+
 from txsql.log import features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
@@ -35,7 +37,6 @@ def type_string(field: dict[str, Any]) -> str:
     declared = (field.get("metadata") or {}).get(CHAR_VARCHAR_KEY)
     if declared:
         return str(declared)
-    from pyspark.sql.types import _parse_datatype_json_value  # local: pyspark is heavy
 
     return str(_parse_datatype_json_value(field["type"]).simpleString())
 

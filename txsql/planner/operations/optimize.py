@@ -25,6 +25,9 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from txsql.engine.names import fresh_names
 from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
@@ -35,6 +38,7 @@ from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result, scan_files, size_summary
+from txsql.planner.metrics import OptimizeMetrics
 from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
 from txsql.result import Result
@@ -96,7 +100,7 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
         # Where every surviving row landed: lets concurrent DML and this commit both land.
         parameters[ROW_MAP_PARAM] = encode_row_map(row_map)
     dvs_removed = sum(1 for f in rewritten if f.deletion_vector is not None)
-    metrics = _commit_metrics(rewritten, adds, dvs_removed)
+    metrics = OptimizeMetrics.of(rewritten, adds, dvs_removed).delta()
     committed = ctx.commit(txn, operation, parameters, metrics) if bins else None
     summary: dict[str, Any] = {
         "numFilesAdded": len(adds),
@@ -194,7 +198,6 @@ def _rewrite(
     ctx: RunContext, snapshot: Snapshot, bins: list[list[AddFile]], zorder: tuple[str, ...]
 ) -> list[AddFile]:
     """Write each bin's live rows as one file (Spark groups rows by bin in one job)."""
-    from pyspark.sql import functions as F
 
     files = [f for b in bins for f in b]
     keys = _bin_keys(ctx, len(bins))
@@ -260,7 +263,6 @@ def _bin_keys(ctx: RunContext, n: int) -> list[int]:
     ``hash`` function); picking keys by that formula gives every bin its own task, so each
     bin becomes exactly one file (plain bin numbers would collide and merge bins).
     """
-    from pyspark.sql import functions as F
 
     part = F.expr(f"pmod(hash(id), {n})").alias("part")
     found: dict[int, int] = {}
@@ -271,8 +273,6 @@ def _bin_keys(ctx: RunContext, n: int) -> list[int]:
 
 def z_value(columns: tuple[str, ...], group: str) -> Column:
     """A Morton (Z-order) key: per-column rank buckets within ``group``, bits interleaved."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
     bits = max(1, min(16, 62 // len(columns)))
     scale = float((1 << bits) - 1)
@@ -325,24 +325,3 @@ def _zorder_columns(statement: OptimizeTable, snapshot: Snapshot) -> tuple[str, 
 
 def _key(add: AddFile) -> tuple[Any, ...]:
     return tuple(sorted(add.partition_values.items()))
-
-
-def _commit_metrics(removed: list[AddFile], added: list[AddFile], dvs: int) -> dict[str, int]:
-    """Delta's OPTIMIZE operationMetrics (file size percentiles of the new files)."""
-    sizes = sorted(a.size for a in added)
-
-    def pct(q: float) -> int:
-        return sizes[min(len(sizes) - 1, int(q * len(sizes)))] if sizes else 0
-
-    return {
-        "numRemovedFiles": len(removed),
-        "numRemovedBytes": sum(f.size for f in removed),
-        "numAddedFiles": len(added),
-        "numAddedBytes": sum(a.size for a in added),
-        "minFileSize": sizes[0] if sizes else 0,
-        "p25FileSize": pct(0.25),
-        "p50FileSize": pct(0.5),
-        "p75FileSize": pct(0.75),
-        "maxFileSize": sizes[-1] if sizes else 0,
-        "numDeletionVectorsRemoved": dvs,
-    }

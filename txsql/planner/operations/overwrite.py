@@ -18,8 +18,11 @@ What each form removes, and what it records as read (what Delta Spark's
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+from pyspark.sql.types import _parse_datatype_json_value
 from sqlglot import exp
 
 from txsql.engine.scan import snapshot_row_ids
@@ -47,6 +50,7 @@ from txsql.planner.dml.rewrite import (
     scan_files,
     total_records,
 )
+from txsql.planner.metrics import WriteMetrics
 from txsql.planner.sql.command_statements import InsertOverwrite
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import (
@@ -99,7 +103,6 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
         removed = list(snapshot.files)
         txn.record_scan(TRUE, removed)
     adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
-    inserted = total_records(adds)
     copies: list[AddFile] = []
     if kept is not None:
         copies = write_data_files(
@@ -109,20 +112,20 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
         removed = _dynamic_removes(txn, snapshot, adds)
     txn.stage([f.to_remove(data_change=True) for f in removed])
     txn.stage([*adds, *copies])
-    written = [*adds, *copies]
-    metrics = {
-        "numFiles": len(written),
-        "numOutputBytes": sum(a.size for a in written),
-        "numOutputRows": total_records(written),
-        "numRemovedFiles": len(removed),
-        "numRemovedBytes": sum(f.size for f in removed),
-    }
+    metrics = replace(
+        WriteMetrics.of([*adds, *copies], inserted=total_records(adds) or 0),
+        num_removed_files=len(removed),
+        num_removed_bytes=sum(f.size for f in removed),
+    )
     if statement.replace_where is not None:
-        metrics |= {"numDeletedRows": deleted_rows, "numCopiedRows": copied_rows}
-        metrics["numAddedChangeFiles"] = 0
-    committed = ctx.commit(txn, "WRITE", parameters, metrics)
-    counts = {"num_affected_rows": inserted, "num_inserted_rows": inserted}
-    return commit_result(text, table, "WRITE", committed, txn.read_version, counts)
+        metrics = replace(
+            metrics,
+            num_deleted_rows=deleted_rows,
+            num_copied_rows=copied_rows,
+            num_added_change_files=0,
+        )
+    committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
+    return commit_result(text, table, "WRITE", committed, txn.read_version, metrics.shown())
 
 
 def _partition_spec(
@@ -165,7 +168,6 @@ def _conformed(
     static: dict[str, exp.Expr],
 ) -> DataFrame:
     """The new rows in table order and types; static partition values added as columns."""
-    from pyspark.sql import functions as F
 
     if not static:
         return conform_to_schema(
@@ -204,7 +206,6 @@ def _conformed(
 
 def _require_condition(df: DataFrame, condition: str) -> DataFrame:
     """Fail the write when a new row does not satisfy REPLACE WHERE (Delta's check)."""
-    from pyspark.sql import functions as F
 
     first = df.columns[0]
     message = (
@@ -220,7 +221,6 @@ def _replace_where(
     ctx: RunContext, statement: InsertOverwrite, snapshot: Snapshot, txn: Any
 ) -> tuple[list[AddFile], DataFrame | None, int, int]:
     """Files to remove, the rows to copy back, deleted and copied row counts."""
-    from pyspark.sql import functions as F
 
     assert statement.replace_where is not None
     condition = statement.replace_where.sql(SPARK)
@@ -264,8 +264,6 @@ def _static_predicate(
 
 
 def _spark_type(type_json: Any) -> str:
-    from pyspark.sql.types import _parse_datatype_json_value
-
     return str(_parse_datatype_json_value(type_json).simpleString())
 
 

@@ -28,6 +28,7 @@ from txsql.log.features import upgrade_note, with_features
 from txsql.planner.context import RunContext
 from txsql.planner.dml.column_defs import check_column_rules
 from txsql.planner.dml.reads import query_dataframe
+from txsql.planner.metrics import WriteMetrics
 from txsql.planner.operations.writes import (
     check_partition_columns,
     commit_write_result,
@@ -36,7 +37,6 @@ from txsql.planner.operations.writes import (
     run_create_table,
     schema_from_columns,
     table_definition,
-    write_metrics,
 )
 from txsql.planner.sql.statements import CreateTable
 from txsql.result import Result
@@ -112,11 +112,12 @@ def replace_table(ctx: RunContext, statement: CreateTable, text: str, log: Delta
             adds = write_data_files(ctx.spark, df, log.table_root, metadata)
             actions.extend(adds)
         txn.stage(actions)
+        metrics = None if df is None else WriteMetrics.of(adds)
         committed = ctx.commit(
             txn,
             create_operation(statement),
             _parameters(statement),
-            write_metrics(adds) if df is not None else {},
+            metrics.delta() if metrics else {},
         )
     except BaseException:
         if txn.may_have_committed:
@@ -129,7 +130,7 @@ def replace_table(ctx: RunContext, statement: CreateTable, text: str, log: Delta
         text,
         statement.target.display,
         committed,
-        adds if df is not None else None,
+        metrics,
         message=upgrade_note(current.protocol, protocol),
     )
 

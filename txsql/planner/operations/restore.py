@@ -20,6 +20,7 @@ from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import timestamp_ms
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.metrics import RestoreMetrics
 from txsql.planner.sql.command_statements import RestoreTable
 from txsql.result import Result
 from txsql.storage.factory import file_io_for
@@ -58,26 +59,26 @@ def run_restore(ctx: RunContext, statement: RestoreTable, text: str) -> Result:
     actions.extend(f.to_remove(data_change=True) for f in to_remove)
     actions.extend(_readd(f) for f in to_add)
     txn.stage(actions)
-    metrics = {
-        "tableSizeAfterRestore": sum(f.size for f in target.files),
-        "numOfFilesAfterRestore": len(target.files),
-        "numRemovedFiles": len(to_remove),
-        "numRestoredFiles": len(to_add),
-        "removedFilesSize": sum(f.size for f in to_remove),
-        "restoredFilesSize": sum(f.size for f in to_add),
-    }
+    metrics = RestoreMetrics(
+        table_size_after_restore=sum(f.size for f in target.files),
+        num_of_files_after_restore=len(target.files),
+        num_removed_files=len(to_remove),
+        num_restored_files=len(to_add),
+        removed_files_size=sum(f.size for f in to_remove),
+        restored_files_size=sum(f.size for f in to_add),
+    )
     parameters = {
         "version": json.dumps(target.version if statement.timestamp is None else None),
         "timestamp": json.dumps(statement.timestamp),
     }
-    committed = ctx.commit(txn, "RESTORE", parameters, metrics)
+    committed = ctx.commit(txn, "RESTORE", parameters, metrics.delta())
     return commit_result(
         text,
         statement.target.display,
         "RESTORE",
         committed,
         txn.read_version,
-        metrics,
+        metrics.shown(),
         message=f"restored to version {target.version}",
     )
 

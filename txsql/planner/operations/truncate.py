@@ -12,6 +12,7 @@ import time
 
 from txsql.errors import TransactionError
 from txsql.planner.context import RunContext
+from txsql.planner.metrics import TruncateMetrics, elapsed_ms
 from txsql.planner.sql.ddl_statements import TruncateTable
 from txsql.result import Result
 
@@ -27,17 +28,14 @@ def run_truncate(ctx: RunContext, statement: TruncateTable, text: str) -> Result
     now = int(time.time() * 1000)
     removes = [f.to_remove(timestamp=now) for f in snapshot.files]
     txn.stage(removes)
-    metrics = {
-        "numRemovedFiles": len(removes),
-        "executionTimeMs": int((time.perf_counter() - started) * 1000),
-    }
-    committed = ctx.commit(txn, "TRUNCATE", {}, metrics)
+    metrics = TruncateMetrics(len(removes), elapsed_ms(started))
+    committed = ctx.commit(txn, "TRUNCATE", {}, metrics.delta())
     return Result(
         text,
         "TRUNCATE",
         version=committed.version if committed else None,
         read_version=txn.read_version,
         table=statement.target.display,
-        metrics={"num_removed_files": len(removes)},
-        operation_metrics={k: str(v) for k, v in metrics.items()},
+        metrics=metrics.shown(),
+        operation_metrics={k: str(v) for k, v in metrics.delta().items()},
     )

@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 import time
 
+from pyspark import StorageLevel
 from sqlglot import exp
 
 from txsql.engine.changes import cdf_enabled
 from txsql.engine.names import fresh_names
 from txsql.engine.scan import resolve_path, snapshot_row_ids
 from txsql.engine.schema import quote
+from txsql.engine.write import write_data_files
 from txsql.errors import TxSqlError
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
@@ -36,16 +38,16 @@ from txsql.planner.dml.few_rows import row_observer
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
+from txsql.planner.metrics import UpdateMetrics, elapsed_ms
 from txsql.planner.sql.statements import Update
 from txsql.result import Result
+from txsql.storage.factory import delete_quietly
 from txsql.txn.rowlevel import total_records
 
 _SET = "__txsql_set_{}"  # base of the SET value columns, made fresh per statement
 
 
 def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
-    from pyspark import StorageLevel
-
     started = time.perf_counter()
     target = open_target(ctx, statement.target, statement.alias, statement.where, "UPDATE")
     assignments = _resolve_assignments(target, statement)
@@ -95,7 +97,6 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 new_rows = conform_to_schema(
                     written_from.selectExpr(*values), snapshot.schema_json, None, target.display
                 )
-                from txsql.engine.write import write_data_files
 
                 rewrite_started = time.perf_counter()
                 with counting_jobs() as write_jobs:
@@ -110,7 +111,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]
                 written_rows = total_records(adds)
-                rewrite_ms = _ms(rewrite_started)
+                rewrite_ms = elapsed_ms(rewrite_started)
                 scan_started = time.perf_counter()
                 found = None if observer is None else observer.found()
                 with counting_jobs() as dv_jobs:
@@ -125,7 +126,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                             max_rows=written_rows,  # the same cached rows: exactly as many
                         )
                 jobs = write_jobs.jobs + dv_jobs.jobs
-                scan_ms = _ms(scan_started) - outcome.rewrite_time_ms
+                scan_ms = elapsed_ms(scan_started) - outcome.rewrite_time_ms
             finally:
                 if kept:
                     matched.unpersist()
@@ -146,27 +147,22 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
         raise
     finally:
         target.close()
-    updated = outcome.num_deleted_rows
-    metrics = {
-        "numAddedFiles": len(adds) + outcome.num_added_files,
-        "numRemovedFiles": outcome.num_removed_files,
-        "numAddedChangeFiles": changes.count,
-        **outcome.dv_metrics(),
-        "numUpdatedRows": updated,
-        "numCopiedRows": outcome.num_copied_rows,
-        "numAddedBytes": sum(a.size for a in adds) + outcome.num_added_bytes,
-        "numRemovedBytes": outcome.num_removed_bytes,
-        "executionTimeMs": _ms(started),
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": rewrite_ms + outcome.rewrite_time_ms,
-    }
+    metrics = UpdateMetrics(
+        num_removed_files=outcome.num_removed_files,
+        num_added_files=len(adds) + outcome.num_added_files,
+        num_added_change_files=changes.count,
+        **outcome.dv_counts(),
+        num_updated_rows=outcome.num_deleted_rows,
+        num_copied_rows=outcome.num_copied_rows,
+        num_added_bytes=sum(a.size for a in adds) + outcome.num_added_bytes,
+        num_removed_bytes=outcome.num_removed_bytes,
+        execution_time_ms=elapsed_ms(started),
+        scan_time_ms=scan_ms,
+        rewrite_time_ms=rewrite_ms + outcome.rewrite_time_ms,
+        spark_jobs=jobs,
+    )
     parameters = {"predicate": json.dumps(target.condition_sql())}
-    result_metrics = {
-        "num_affected_rows": updated,
-        "num_updated_rows": updated,
-        "spark_jobs": jobs,
-    }
-    return commit_dml(target, text, "UPDATE", parameters, metrics, result_metrics, cleanup)
+    return commit_dml(target, text, "UPDATE", parameters, metrics, cleanup)
 
 
 def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str, exp.Expr]]:
@@ -190,10 +186,4 @@ def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str
 
 
 def _unlink(path: str) -> None:
-    from txsql.storage.factory import delete_quietly
-
     delete_quietly(path)
-
-
-def _ms(since: float) -> int:
-    return int((time.perf_counter() - since) * 1000)

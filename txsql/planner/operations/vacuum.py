@@ -49,6 +49,7 @@ from txsql.log.actions import AddFile, RemoveFile
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
+from txsql.planner.metrics import VacuumEndMetrics, VacuumStartMetrics
 from txsql.planner.operations.clone import PENDING_CLONE_MS, registered_clones
 from txsql.planner.sql.command_statements import VacuumTable
 from txsql.result import Result
@@ -106,7 +107,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
     dead = dead_staging_folders(root, floor) if location.is_local else []
     sizes = files_to_delete(root, keep, cutoff, owned, dead, floor)
     doomed = sorted(sizes)
-    size = sum(sizes.values())
+    to_delete = VacuumStartMetrics(len(doomed), sum(sizes.values()))
     if statement.dry_run:
         df = ctx.spark.createDataFrame([(p,) for p in doomed], "path STRING")
         return Result(
@@ -114,7 +115,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
             "VACUUM",
             version=snapshot.version,
             table=statement.target.display,
-            metrics={"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
+            metrics=to_delete.shown(),
             df=df,
             message=f"{len(doomed)} file(s) would be deleted (dry run)",
         )
@@ -127,7 +128,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
             "defaultRetentionMillis": table_ms,
             "specifiedRetentionMillis": retain_ms,
         },
-        {"numFilesToDelete": len(doomed), "sizeOfDataToDelete": size},
+        to_delete.delta(),
     )
     deleted = deleted_bytes = 0
     fs = file_io_for(location)
@@ -147,12 +148,8 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         remove_stale_leftovers(root)  # temp files of killed writers
         directories += _remove_empty_dirs(root)
     end = ctx.transaction(log)
-    committed = ctx.commit(
-        end,
-        "VACUUM END",
-        {"status": "COMPLETED"},
-        {"numDeletedFiles": deleted, "numVacuumedDirectories": directories},
-    )
+    done = VacuumEndMetrics(deleted, directories, size_of_deleted_data=deleted_bytes)
+    committed = ctx.commit(end, "VACUUM END", {"status": "COMPLETED"}, done.delta())
     df = ctx.spark.createDataFrame([(snapshot.table_root,)], "path STRING")
     return Result(
         text,
@@ -160,11 +157,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
         version=committed.version if committed else None,
         read_version=snapshot.version,
         table=statement.target.display,
-        metrics={
-            "numDeletedFiles": deleted,
-            "sizeOfDeletedData": deleted_bytes,
-            "numVacuumedDirectories": directories,
-        },
+        metrics=done.shown(),
         operation_metrics=dict(committed.commit_info.operation_metrics or {}) if committed else {},
         df=df,
         message=f"deleted {deleted} file(s)",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
 
 from txsql.engine.charvarchar import length_metadata
 from txsql.engine.schema import quote
@@ -27,6 +30,7 @@ from txsql.planner.dml.column_defs import (
 )
 from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.reads import query_dataframe
+from txsql.planner.metrics import WriteMetrics
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
 from txsql.planner.operations.columns import map_new_table
 from txsql.planner.sql.statements import CreateTable, InsertInto
@@ -112,9 +116,8 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 "properties": json.dumps(dict(statement.properties)),
             }
             txn.stage(actions)
-            committed = txn.commit(
-                operation, parameters, write_metrics(adds) if df is not None else {}
-            )
+            metrics = None if df is None else WriteMetrics.of(adds)
+            committed = txn.commit(operation, parameters, metrics.delta() if metrics else {})
         except BaseException as exc:
             if txn.may_have_committed:
                 raise  # the put failed midway: the table may exist and name our files
@@ -132,7 +135,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         text,
         ref.display,
         committed,
-        adds if df is not None else None,
+        metrics,
         message=features.type_features_note(protocol, metadata),
     )
 
@@ -222,8 +225,9 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-    committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
-    return commit_write_result(text, statement.target.display, committed, adds, txn.read_version)
+    metrics = WriteMetrics.of(adds)
+    committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
+    return commit_write_result(text, statement.target.display, committed, metrics, txn.read_version)
 
 
 def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) -> Result:
@@ -240,15 +244,13 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     adds = write_data_files(ctx.spark, conformed, root, metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
-    committed = ctx.commit(txn, "WRITE", parameters, write_metrics(adds))
-    return commit_write_result(f"append to {table}", table, committed, adds, txn.read_version)
+    metrics = WriteMetrics.of(adds)
+    committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
+    return commit_write_result(f"append to {table}", table, committed, metrics, txn.read_version)
 
 
 def _with_defaults(statement: InsertInto, schema_json: dict[str, Any]) -> InsertInto:
     """``VALUES (..., DEFAULT)``: the keyword replaced by the column's default."""
-    from dataclasses import replace
-
-    from sqlglot import exp
 
     query = statement.query
     if not (isinstance(query, exp.Values) and has_default_keyword(query)):
@@ -280,14 +282,10 @@ def _identity_marks(snapshot: Snapshot, adds: list[AddFile], written: list[str])
 
 
 def _is_values(statement: InsertInto) -> bool:
-    from sqlglot import exp
-
     return isinstance(statement.query, exp.Values)
 
 
 def _as_query(statement: InsertInto) -> Any:
-    from sqlglot import exp
-
     query = statement.query
     if isinstance(query, exp.Values):
         return exp.select("*").from_(query.copy())
@@ -330,30 +328,15 @@ def check_partition_columns(statement: CreateTable, schema_json: dict[str, Any])
         )
 
 
-def write_metrics(adds: list[AddFile]) -> dict[str, int]:
-    return {
-        "numFiles": len(adds),
-        "numOutputBytes": sum(a.size for a in adds),
-        "numOutputRows": sum(_num_records(a) for a in adds),
-    }
-
-
-def _num_records(add: AddFile) -> int:
-    return int(json.loads(add.stats).get("numRecords", 0)) if add.stats else 0
-
-
 def commit_write_result(
     text: str,
     table: str,
     committed: CommitResult | None,
-    adds: list[AddFile] | None,
+    written: WriteMetrics | None,
     read_version: int | None = None,
     message: str = "",
 ) -> Result:
-    metrics = {}
-    if adds is not None:
-        inserted = sum(_num_records(a) for a in adds)
-        metrics = {"num_affected_rows": inserted, "num_inserted_rows": inserted}
+    metrics = {} if written is None else written.shown()
     if committed is None:  # staged in an explicit transaction; COMMIT writes it
         return Result(
             text,

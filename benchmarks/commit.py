@@ -12,7 +12,9 @@ Run: ``python benchmarks/commit.py``. Prints, in one run on this machine:
    file-level rule, for comparison);
 4. abort rates of a MERGE-heavy and a compaction-heavy mix, row-level next to file-level
    (``benchmarks/commit_mixes.py``; sizes through TXSQL_BENCH_MIX_COMMITS and
-   TXSQL_BENCH_COMPACTIONS).
+   TXSQL_BENCH_COMPACTIONS);
+5. commits through the multi-table coordinator next to plain ones, and 2-table groups per
+   second with 1, 2 and 4 writer processes (``benchmarks/commit_groups.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import replace
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 
+import commit_groups
 from commit_mixes import run_mix
 from pyroaring import BitMap64
 
@@ -254,6 +257,7 @@ def main() -> None:
                     f"2. tiny blind-append commits, one process, S3 API (moto): "
                     f"{rate:.0f} commits/s"
                 )
+            commit_groups.run(None if moto is None else (moto.bucket("groups"), moto.options))
         finally:
             if moto is not None:
                 moto.stop()

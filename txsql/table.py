@@ -22,6 +22,7 @@ from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef
 from txsql.planner.sql.script import parse_statement, split_statements
 from txsql.planner.table_changes import changes_dataframe
+from txsql.planner.transaction_control import roll_forward
 from txsql.streaming import foreach_batch_writer
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Table:
 
     def version(self) -> int:
         """The newest committed version."""
+        roll_forward(self._context.catalog.warehouse)
         latest = self.log.latest_version()
         assert latest is not None
         return latest
@@ -66,6 +68,9 @@ class Table:
             version=version,
             timestamp=None if timestamp is None else sql_string(str(timestamp)),
         )
+        # As every statement does: publish what a crashed group ratified, so a read never
+        # sees one table of a committed multi-table transaction without the others.
+        roll_forward(self._context.catalog.warehouse)
         return self._context.catalog.snapshot(ref, self._context.spark)
 
     def deleted_rows(self, path: str, version: int | None = None) -> list[int]:

@@ -24,7 +24,6 @@ from pyroaring import BitMap64
 
 from txsql.dv.store import read_deletion_vector, write_deletion_vectors
 from txsql.log.actions import AddFile, CommitInfo, Metadata, Protocol
-from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import sync_files
@@ -99,8 +98,7 @@ def delete_one_row(log: DeltaLog, rng: random.Random) -> None:
 def commit(log: DeltaLog, actions: list, operation: str, delta: int, total: int) -> None:
     with Transaction(log) as txn:
         txn.stage(actions)
-        result = txn.commit(operation, {}, {"amountDelta": delta, "amountTotal": total + delta})
-    cleanup_after_commit(log, result.version)
+        txn.commit(operation, {}, {"amountDelta": delta, "amountTotal": total + delta})
 
 
 def main(root: str, ops: int, seed: int) -> None:

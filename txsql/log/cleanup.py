@@ -30,11 +30,9 @@ logger = logging.getLogger(__name__)
 _VERSIONED = re.compile(r"^(\d{20})\.")
 
 
-def cleanup_after_commit(log: DeltaLog, version: int) -> list[str]:
-    """Clean up the log if ``version`` was just checkpointed (never raises)."""
+def cleanup_after_checkpoint(log: DeltaLog, version: int) -> list[str]:
+    """Clean up the log after the checkpoint of ``version`` (never raises)."""
     try:
-        if not log.store.fs.exists(log.store.log_path(f"{version:020d}.checkpoint.parquet")):
-            return []
         return cleanup_expired_logs(log)
     except TxSqlError:
         logger.warning("log cleanup after version %d failed", version, exc_info=True)

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import SchemaError, TableNotEnrolledError, TransactionError
-from txsql.log.cleanup import cleanup_after_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
@@ -230,7 +229,6 @@ class RunContext:
         committed = txn.commit(operation, parameters, metrics)
         if self.app is not None:
             self.app.committed(txn, committed)
-        cleanup_after_commit(txn.log, committed.version)
         return committed
 
     def read_transaction(self, log: DeltaLog) -> Transaction | None:

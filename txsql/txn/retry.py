@@ -29,6 +29,7 @@ from txsql.errors import (
 from txsql.log import features, properties
 from txsql.log.actions import Action, CommitInfo, Metadata, Protocol, SetTransaction
 from txsql.log.checkpoint import should_checkpoint
+from txsql.log.cleanup import cleanup_after_checkpoint
 from txsql.log.codec import encode_commit
 from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
@@ -306,7 +307,9 @@ class CommitLoop:
         )
 
     def after_commit(self, version: int) -> None:
-        """Checksum and checkpoint, and remove what killed writers left behind."""
+        """The hooks of every landed commit (autocommit, explicit COMMIT, CREATE, a group's
+        participants): checksum and checkpoint, log cleanup after a checkpoint, and what
+        killed writers left behind."""
         checkpointed = False
         try:
             snapshot: Snapshot = self.log.snapshot(version)
@@ -316,6 +319,8 @@ class CommitLoop:
                 checkpointed = True
         except Exception:  # a failed checkpoint never fails a landed commit
             logger.warning("checkpoint at version %d failed", version, exc_info=True)
+        if checkpointed:
+            cleanup_after_checkpoint(self.log, version)  # never raises
         if isinstance(self.log.store.fs, LocalFileIO):
             # Every commit: temp files in the log and stale staging folders (two small
             # directory listings). The table root's DV temp files need a listing of the

@@ -145,7 +145,13 @@ def test_retention_check_refuses_short_retain(session: txsql.Session, spark: Any
     assert rows == [(2, "a"), (4, "c")]
 
 
-def test_log_cleanup_keeps_a_checkpoint_and_everything_after(session: txsql.Session) -> None:
+# Every commit path runs the same post-commit hooks: autocommit and an explicit COMMIT.
+@pytest.mark.parametrize(
+    "last_write", ["INSERT INTO t VALUES (4)", "BEGIN; INSERT INTO t VALUES (4); COMMIT"]
+)
+def test_log_cleanup_keeps_a_checkpoint_and_everything_after(
+    session: txsql.Session, last_write: str
+) -> None:
     session.sql(
         "CREATE TABLE t (id INT) TBLPROPERTIES ('delta.checkpointInterval' = '2', "
         "'delta.logRetentionDuration' = 'interval 1 second')"
@@ -157,7 +163,7 @@ def test_log_cleanup_keeps_a_checkpoint_and_everything_after(session: txsql.Sess
     assert (log_dir / f"{0:020d}.json").exists()
     age([str(p) for p in log_dir.iterdir() if p.name[:20].isdigit()])
     session.sql("INSERT INTO t VALUES (3)")
-    session.sql("INSERT INTO t VALUES (4)")  # checkpoint 4: commits before checkpoint 2 go
+    session.sql(last_write)  # checkpoint 4: commits before checkpoint 2 go
     names = {p.name for p in log_dir.iterdir()}
     assert f"{0:020d}.json" not in names and f"{1:020d}.json" not in names
     assert f"{2:020d}.json" in names and f"{2:020d}.checkpoint.parquet" in names

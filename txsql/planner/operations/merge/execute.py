@@ -11,6 +11,10 @@ materializes the persisted source (so Spark sees its real size and broadcasts a 
 one), the new rows are written, and :func:`~txsql.planner.operations.merge.summary.summarize`
 returns counts and per-file bitmaps; the DVs are built from those bitmaps without another
 job.
+
+The join reads every target column once: a narrow join (ON columns, file, row index) plus
+a second read of full rows at the matched positions cost 1.6x the CPU at 5M rows
+(benchmarks/README.md, "MERGE into a big target").
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ def test_notebooks_exist() -> None:
         "04_deletion_vectors_inside.ipynb",
         "05_exactly_once.ipynb",
         "06_conflict_matrix.ipynb",
+        "07_transactions_across_tables.ipynb",
     ]
 
 

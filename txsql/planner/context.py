@@ -28,6 +28,7 @@ from txsql.storage.written import WrittenFiles, activate, deactivate
 from txsql.txn.conflicts import RowPredicateChecker
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
 from txsql.txn.result import CommitResult
 from txsql.txn.transaction import Transaction
 
@@ -69,6 +70,8 @@ class ExplicitTransaction:
     aborted: Exception | None = None
     # The staged state when the running statement began (change data feed bookkeeping).
     statement_start: Any = None
+    # Every read of an enrolled table sees one coordinator position (txsql.txn.read_point).
+    read_points: ReadPoints = field(default_factory=dict)
 
     @property
     def read_version(self) -> int | None:
@@ -82,6 +85,7 @@ class StatementFrame:
 
     autocommit: list[Transaction] = field(default_factory=list)
     token: contextvars.Token[WrittenFiles | None] | None = None
+    read_points: ReadPoints = field(default_factory=dict)  # one read across tables
 
 
 @dataclass(frozen=True)
@@ -260,9 +264,23 @@ class RunContext:
                 if current is None:
                     raise TransactionError(f"table {ref.display} has no committed version yet")
                 return current
-        return self.catalog.snapshot(ref, self.spark)
+        return self.latest_snapshot(ref)
+
+    def latest_snapshot(self, ref: TableRef) -> Snapshot:
+        """``ref`` as a read outside a transaction sees it: time travel as asked, else the
+        newest version, enrolled tables as of the statement's read point."""
+        if ref.version is not None or ref.timestamp is not None:
+            return self.catalog.snapshot(ref, self.spark)
+        return snapshot_at_read_point(self._read_points(), self.catalog.existing_log(ref))
+
+    def _read_points(self) -> ReadPoints:
+        """The read points reads share: the transaction's, else the statement's."""
+        if self.explicit is not None:
+            return self.explicit.read_points
+        return self._frames[-1].read_points if self._frames else {}
 
     def _new_transaction(self, log: DeltaLog, isolation: IsolationLevel | None) -> Transaction:
         txn = Transaction(log, isolation=isolation, max_attempts=self.max_commit_attempts)
         txn.row_predicate_checker = self.hooks.row_checker(self.spark, txn)
+        txn.read_points = self._read_points()
         return txn

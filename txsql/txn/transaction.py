@@ -34,6 +34,7 @@ from txsql.txn.group_commit import commit_group
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
 from txsql.txn.joinread import JoinChecker, JoinRead, record_join
 from txsql.txn.own_files import delete_uncommitted
+from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
@@ -79,6 +80,9 @@ class Transaction:
         self.row_predicate_checker = row_predicate_checker
         # Set by the planner's MERGE (it knows Spark): do rows join with a MERGE's source?
         self.join_checker: JoinChecker | None = None
+        # Shared by the transactions of one statement or BEGIN ... COMMIT: enrolled tables
+        # are then pinned at one coordinator position (see txsql.txn.read_point).
+        self.read_points: ReadPoints | None = None
         self.read_set = ReadSet()
         self.txn_id = str(uuid.uuid4())
         self._snapshot: Snapshot | None = None
@@ -95,7 +99,12 @@ class Transaction:
     def snapshot(self) -> Snapshot | None:
         """The read snapshot, pinned at the first call (None for a table not created yet)."""
         if not self._pinned:
-            self._snapshot = self.log.snapshot() if self.log.exists() else None
+            if not self.log.exists():
+                self._snapshot = None
+            elif self.read_points is not None:
+                self._snapshot = snapshot_at_read_point(self.read_points, self.log)
+            else:
+                self._snapshot = self.log.snapshot()
             self._pinned = True
         return self._snapshot
 

@@ -152,7 +152,7 @@ def read_snapshot(
             snapshot = reader.current_snapshot()
             assert snapshot is not None
             return snapshot, reader
-    return ctx.catalog.snapshot(ref, ctx.spark), None
+    return ctx.latest_snapshot(ref), None
 
 
 def record_read(

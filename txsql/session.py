@@ -6,8 +6,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from txsql.engine.executors import check_executors_import_txsql
+from pyspark.sql import SparkSession
+
+from txsql.engine.executors import check_executors_import_txsql, hadoop_storage_conf
 from txsql.engine.releases import drain_releases
+from txsql.engine.spark import local_session, prepare_session
 from txsql.engine.spark_errors import quiet_spark_errors, statement_error
 from txsql.errors import SqlError, TransactionError, TxSqlError
 from txsql.planner import registry
@@ -30,6 +33,8 @@ from txsql.planner.transaction_control import (
     transaction_control,
 )
 from txsql.result import Result
+from txsql.storage.factory import configure_storage
+from txsql.storage.paths import parse_location
 from txsql.table import Table
 from txsql.txn.isolation import IsolationLevel
 
@@ -66,14 +71,7 @@ class Session:
         storage_options: Mapping[str, object] | None = None,
         spark_scheme: Mapping[str, str] | None = None,
     ) -> None:
-        from txsql.engine.executors import hadoop_storage_conf
-        from txsql.engine.spark import local_session, prepare_session
-        from txsql.storage.factory import configure_storage
-        from txsql.storage.paths import parse_location
-
         if spark is None:
-            from pyspark.sql import SparkSession
-
             spark = SparkSession.getActiveSession() or local_session()
         self.spark = prepare_session(spark)
         configure_storage(storage_options, hadoop_storage_conf(self.spark), spark_scheme)

@@ -8,6 +8,7 @@ from dataclasses import fields
 from txsql.planner.metrics import (
     CloneMetrics,
     DeleteMetrics,
+    MergeMetrics,
     OptimizeMetrics,
     RestoreMetrics,
     TruncateMetrics,
@@ -35,6 +36,16 @@ DELTA_NAMES = {
         "numDeletionVectorsAdded", "numDeletionVectorsRemoved", "numDeletionVectorsUpdated",
         "numUpdatedRows", "numCopiedRows", "numAddedBytes", "numRemovedBytes",
         "executionTimeMs", "scanTimeMs", "rewriteTimeMs",
+    },
+    MergeMetrics: {
+        "numSourceRows", "numTargetRowsInserted", "numTargetRowsUpdated",
+        "numTargetRowsMatchedUpdated", "numTargetRowsNotMatchedBySourceUpdated",
+        "numTargetRowsDeleted", "numTargetRowsMatchedDeleted",
+        "numTargetRowsNotMatchedBySourceDeleted", "numTargetRowsCopied", "numOutputRows",
+        "numTargetFilesAdded", "numTargetFilesRemoved", "numTargetBytesAdded",
+        "numTargetBytesRemoved", "numTargetChangeFilesAdded", "numTargetDeletionVectorsAdded",
+        "numTargetDeletionVectorsRemoved", "numTargetDeletionVectorsUpdated", "executionTimeMs",
+        "scanTimeMs", "rewriteTimeMs", "materializeSourceTimeMs",
     },
     TruncateMetrics: {"numRemovedFiles", "executionTimeMs"},
     RestoreMetrics: {
@@ -77,6 +88,14 @@ def test_result_metrics_keep_their_snake_case_names() -> None:
     update = UpdateMetrics(**{f.name: 2 for f in fields(UpdateMetrics)})
     assert update.shown() == {"num_affected_rows": 2, "num_updated_rows": 2, "spark_jobs": 2}
     assert TruncateMetrics(4, 9).shown() == {"num_removed_files": 4}
+    merge = MergeMetrics(**{f.name: 1 for f in fields(MergeMetrics)})
+    assert merge.shown() == {
+        "num_affected_rows": 3,  # updated + deleted + inserted
+        "num_updated_rows": 1,
+        "num_deleted_rows": 1,
+        "num_inserted_rows": 1,
+        "spark_jobs": 1,
+    }
 
 
 def test_optimize_percentiles_of_the_new_files() -> None:

@@ -129,6 +129,47 @@ class UpdateMetrics(RowRewriteMetrics):
 
 
 @dataclass(frozen=True)
+class MergeMetrics(OperationMetrics):
+    """Delta's MERGE counters (``DeltaOperationMetrics.MERGE``)."""
+
+    num_source_rows: int
+    num_target_rows_inserted: int
+    num_target_rows_updated: int
+    num_target_rows_matched_updated: int
+    num_target_rows_not_matched_by_source_updated: int
+    num_target_rows_deleted: int
+    num_target_rows_matched_deleted: int
+    num_target_rows_not_matched_by_source_deleted: int
+    num_target_rows_copied: int
+    num_output_rows: int
+    num_target_files_added: int
+    num_target_files_removed: int
+    num_target_bytes_added: int
+    num_target_bytes_removed: int
+    num_target_change_files_added: int
+    num_target_deletion_vectors_added: int
+    num_target_deletion_vectors_removed: int
+    num_target_deletion_vectors_updated: int
+    execution_time_ms: int
+    scan_time_ms: int
+    rewrite_time_ms: int
+    materialize_source_time_ms: int = 0  # the source is persisted, not materialized apart
+    spark_jobs: int = field(default=0, metadata=_SHOWN_ONLY)
+
+    def shown(self) -> dict[str, int]:
+        """Databricks' MERGE result columns."""
+        updated, deleted = self.num_target_rows_updated, self.num_target_rows_deleted
+        inserted = self.num_target_rows_inserted
+        return {
+            "num_affected_rows": updated + deleted + inserted,
+            "num_updated_rows": updated,
+            "num_deleted_rows": deleted,
+            "num_inserted_rows": inserted,
+            "spark_jobs": self.spark_jobs,
+        }
+
+
+@dataclass(frozen=True)
 class TruncateMetrics(OperationMetrics):
     num_removed_files: int
     execution_time_ms: int

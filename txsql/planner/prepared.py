@@ -9,6 +9,7 @@ Every result lists each table with its version.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from txsql.errors import TableNotEnrolledError, TransactionError
@@ -198,8 +199,6 @@ def run_show_transactions(ctx: RunContext, statement: ShowTransactions, text: st
 
 
 def _timestamp(ms: int) -> Any:
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pyarrow as pa
+
 from txsql.errors import TransactionAbortedError, TransactionError, TxSqlError
 from txsql.planner.context import ExplicitTransaction, RunContext, StagedStatement
 from txsql.planner.idempotent import StatementSkipped
@@ -75,7 +77,6 @@ def commit_tables(ctx: RunContext, explicit: ExplicitTransaction, text: str) -> 
 
 def _versions_frame(ctx: RunContext, rows: list[dict[str, Any]]) -> Any:
     """The tables and their new versions as a local relation (Arrow: no Spark job)."""
-    import pyarrow as pa
 
     schema = pa.schema(
         [("table", pa.string()), ("version", pa.int64()), ("operation", pa.string())]

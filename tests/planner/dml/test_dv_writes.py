@@ -63,7 +63,7 @@ def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(
     root = snapshot.table_root
     a_dv = adds[a.path].deletion_vector
     assert a_dv is not None and sorted(read_deletion_vector(a_dv, root, LocalFileIO())) == [1, 3]
-    assert outcome.dv_metrics("numTarget")["numTargetDeletionVectorsAdded"] == 2
+    assert outcome.dv_counts("num_target")["num_target_deletion_vectors_added"] == 2
 
     # Apply it, then delete more rows of `a` plus all of `c`.
     with Transaction(s.table("t").log) as txn:
@@ -80,10 +80,10 @@ def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(
         x for x in second.actions if getattr(x, "modification_time", None) and x.path == a.path
     )
     assert sorted(read_deletion_vector(new_a.deletion_vector, root, LocalFileIO())) == [0, 1, 3]
-    assert second.dv_metrics() == {
-        "numDeletionVectorsAdded": 1,
-        "numDeletionVectorsRemoved": 1,
-        "numDeletionVectorsUpdated": 1,
+    assert second.dv_counts() == {
+        "num_deletion_vectors_added": 1,
+        "num_deletion_vectors_removed": 1,
+        "num_deletion_vectors_updated": 1,
     }
     second.cleanup()
     assert not any(Path(p).exists() for p in second.written_paths)

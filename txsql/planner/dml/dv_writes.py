@@ -101,23 +101,13 @@ class DeletionOutcome:
     touched_files: list[AddFile] = field(default_factory=list)
     written_paths: list[str] = field(default_factory=list)
 
-    def dv_counts(self) -> dict[str, int]:
-        """:meth:`dv_metrics` as the fields of :class:`~txsql.planner.metrics.RowRewriteMetrics`."""
+    def dv_counts(self, prefix: str = "num") -> dict[str, int]:
+        """Delta's DV counters, as :mod:`txsql.planner.metrics` fields: added and removed
+        both include updated DVs. ``prefix="num_target"`` gives MERGE's."""
         return {
-            "num_deletion_vectors_added": self.num_dvs_added + self.num_dvs_updated,
-            "num_deletion_vectors_removed": self.num_dvs_removed + self.num_dvs_updated,
-            "num_deletion_vectors_updated": self.num_dvs_updated,
-        }
-
-    def dv_metrics(self, prefix: str = "num") -> dict[str, int]:
-        """Delta's DV counters: added and removed both include updated DVs.
-
-        ``prefix="numTarget"`` gives MERGE's names (``numTargetDeletionVectorsAdded``...).
-        """
-        return {
-            f"{prefix}DeletionVectorsAdded": self.num_dvs_added + self.num_dvs_updated,
-            f"{prefix}DeletionVectorsRemoved": self.num_dvs_removed + self.num_dvs_updated,
-            f"{prefix}DeletionVectorsUpdated": self.num_dvs_updated,
+            f"{prefix}_deletion_vectors_added": self.num_dvs_added + self.num_dvs_updated,
+            f"{prefix}_deletion_vectors_removed": self.num_dvs_removed + self.num_dvs_updated,
+            f"{prefix}_deletion_vectors_updated": self.num_dvs_updated,
         }
 
     def cleanup(self) -> None:

@@ -23,11 +23,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
+from pyspark.sql import functions as F
+from pyspark.storagelevel import StorageLevel
 from sqlglot import exp
 
 from txsql.engine.releases import release_later
+from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate
+from txsql.planner.dml.row_check import physical_rows
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.predicates import to_predicate
 from txsql.planner.sql.statements import NOT_MATCHED_BY_SOURCE, Merge
@@ -64,8 +68,6 @@ class SourceRows:
         Rows are not de-duplicated: that would add a shuffle, and a semi-join does not
         care.
         """
-        from pyspark.sql import functions as F
-        from pyspark.storagelevel import StorageLevel
 
         if columns:
             keys = source.select(*[F.col(_quoted(c)) for c in columns])
@@ -104,9 +106,6 @@ class SparkJoinChecker:
         source = join.source
         if not isinstance(source, SourceRows):
             return True
-        from pyspark.sql import functions as F
-
-        from txsql.engine.scan import scan_snapshot
 
         try:
             target = scan_snapshot(self._spark, replace(snapshot, files=tuple(files)))
@@ -126,10 +125,6 @@ class SparkJoinChecker:
         source = join.source
         if not isinstance(source, SourceRows):
             return True
-        from pyspark.sql import functions as F
-
-        from txsql.engine.scan import snapshot_row_ids
-        from txsql.planner.dml.row_check import physical_rows
 
         try:
             target = physical_rows(self._spark, self._snapshot, rows).drop(

@@ -25,7 +25,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
+from pyspark.storagelevel import StorageLevel
 
 from txsql.engine.schema import quote
 from txsql.errors import SchemaError
@@ -61,7 +63,6 @@ def persisted(df: DataFrame) -> Iterator[DataFrame]:
     non-deterministic source would change the rows between the later uses (new rows,
     deletion vectors).
     """
-    from pyspark.storagelevel import StorageLevel
 
     cached = df.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -94,7 +95,6 @@ def count_rows(df: DataFrame) -> int:
     adds an aggregate stage, a job of its own under AQE) and no Python worker (a
     ``mapInArrow`` count paid ~0.1 s per task for the worker round trip).
     """
-    from pyspark.sql import Observation
 
     observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
     run_rows(df.observe(observed, F.count(F.lit(1)).alias("n")))

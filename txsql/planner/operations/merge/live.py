@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql import functions as F
 
 from txsql.dv.store import read_deletion_vector
 from txsql.log.actions import AddFile
@@ -88,7 +89,6 @@ def drop_deleted_joined(
     """``df`` without the rows whose (``file_column``, ``row_column``) a DV of ``files``
     deletes. Both columns must be non-NULL (target rows of an inner or left join).
     ``literals``: try the literal ``IN`` filter first (small targets only)."""
-    from pyspark.sql import functions as F
 
     if literals:
         filtered = drop_deleted_by_literals(df, root, files, (file_column, row_column))

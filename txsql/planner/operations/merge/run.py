@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import StructType
@@ -57,6 +58,7 @@ from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.dml.rewrite import commit_result, scan_files
+from txsql.planner.metrics import MergeMetrics, elapsed_ms
 from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.changes import merge_changes
 from txsql.planner.operations.merge.check import (
@@ -125,38 +127,37 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
-    metrics: dict[str, int] = {}
-    new_files: list[AddFile] = []
-    outcome = DeletionOutcome()
-    try:
-        with counting_jobs() as jobs:
-            summary, source_rows, new_files, outcome, changes = _execute(
-                ctx, plan, snapshot, files, source, target.display, metrics
-            )
-    except BaseException:
-        outcome.cleanup()
-        raise
+    with counting_jobs() as jobs:
+        done = _execute(ctx, plan, snapshot, files, source, target.display)
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
     # ids (anti-join): its removed files are judged by the join check instead.
-    matched = None if plan.join == "insert_only" else summary.matched
-    record_merge_read(ctx.spark, txn, statement, plan, snapshot, files, source_rows, matched)
-    txn.stage([*outcome.actions, *new_files, *changes.actions])
-    metrics["numSourceRows"] = summary.num_source_rows
-    metrics["materializeSourceTimeMs"] = 0  # the classified rows are persisted instead
-    metrics.update(_metrics(plan, summary, new_files, outcome))
-    metrics["numTargetChangeFilesAdded"] = changes.count
-    metrics["executionTimeMs"] = _ms_since(started)
-    committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics)
-    result_metrics = {**_result_metrics(metrics), "spark_jobs": jobs.jobs}
+    matched = None if plan.join == "insert_only" else done.summary.matched
+    record_merge_read(ctx.spark, txn, statement, plan, snapshot, files, done.source_rows, matched)
+    txn.stage([*done.outcome.actions, *done.new_files, *done.changes.actions])
+    metrics = _metrics(plan, done, elapsed_ms(started), jobs.jobs)
+    committed = ctx.commit(txn, "MERGE", operation_parameters(statement), metrics.delta())
     return commit_result(
         text,
         target.display,
         "MERGE",
         committed,
         txn.read_version,
-        result_metrics,
+        metrics.shown(),
         message=note if committed is not None else "",
     )
+
+
+@dataclass(frozen=True)
+class _Executed:
+    """What the Spark side of a MERGE produced (see :func:`_execute`)."""
+
+    summary: Summary
+    source_rows: SourceRows | None
+    new_files: list[AddFile]
+    outcome: DeletionOutcome
+    changes: StatementChanges
+    scan_time_ms: int
+    rewrite_time_ms: int
 
 
 def _execute(
@@ -166,18 +167,18 @@ def _execute(
     files: list[AddFile],
     source: DataFrame,
     table: str,
-    metrics: dict[str, int],
-) -> tuple[Summary, SourceRows | None, list[AddFile], DeletionOutcome, StatementChanges]:
+) -> _Executed:
     """The Spark side of a MERGE: the source job, then one query for a small target
     (:mod:`~txsql.planner.operations.merge.small_target`), else the persisted join.
 
     The source is persisted for the statement: the join, the source count and the
     conflict check's copy of its ON columns all read the same rows. Files written before
-    a failure are removed.
+    a failure are removed, and so are the deletion vectors and change files.
     """
     clock = time.perf_counter()
     new_files: list[AddFile] = []
     changes = StatementChanges()
+    outcome = DeletionOutcome()
     try:
         with mx.persisted(mx.with_source_marker(source)) as src:
             # Job 1 fills the source's cache (and the conflict check's copy of its ON
@@ -208,19 +209,19 @@ def _execute(
                 summary.num_source_rows = num_source
                 check_cardinality(plan, summary)
                 check_consistent(plan, summary, new_files)
-                metrics["scanTimeMs"] = _ms_since(clock)
+                scan_ms = elapsed_ms(clock)
                 clock = time.perf_counter()
-                outcome = DeletionOutcome()
                 if summary.changed:
                     outcome = delete_found_rows(ctx, snapshot, summary.changed, candidates=files)
                     if rows is not None and cdf_enabled(snapshot):  # from the persisted rows
                         changes = merge_changes(ctx, snapshot, plan, rows, outcome, table)
-                metrics["rewriteTimeMs"] = _ms_since(clock)
+                rewrite_ms = elapsed_ms(clock)
     except BaseException:
         _remove_files(snapshot.table_root, new_files)
+        outcome.cleanup()
         changes.cleanup()
         raise
-    return summary, source_rows, new_files, outcome, changes
+    return _Executed(summary, source_rows, new_files, outcome, changes, scan_ms, rewrite_ms)
 
 
 def _target_scan(
@@ -309,10 +310,9 @@ def _count(plan: MergePlan, counts: dict[int, int], match: str | None, actions: 
     return sum(counts.get(i, 0) for i in plan.indexes(match, actions))
 
 
-def _metrics(
-    plan: MergePlan, summary: Summary, new_files: list[AddFile], outcome: DeletionOutcome
-) -> dict[str, int]:
-    """Delta's MERGE operationMetrics (names from DeltaOperationMetrics.MERGE)."""
+def _metrics(plan: MergePlan, done: _Executed, execution_ms: int, jobs: int) -> MergeMetrics:
+    """Delta's MERGE operationMetrics from the clause counts and the files written."""
+    summary, outcome, new_files = done.summary, done.outcome, done.new_files
     counts = summary.counts
     matched_updated = _count(plan, counts, MATCHED, ("update",))
     matched_deleted = _count(plan, counts, MATCHED, ("delete",))
@@ -325,37 +325,25 @@ def _metrics(
     updated = matched_updated + source_updated
     deleted = matched_deleted + source_deleted
     copied = outcome.num_copied_rows
-    return {
-        "numTargetRowsInserted": inserted,
-        "numTargetRowsUpdated": updated,
-        "numTargetRowsMatchedUpdated": matched_updated,
-        "numTargetRowsNotMatchedBySourceUpdated": source_updated,
-        "numTargetRowsDeleted": deleted,
-        "numTargetRowsMatchedDeleted": matched_deleted,
-        "numTargetRowsNotMatchedBySourceDeleted": source_deleted,
-        "numTargetRowsCopied": copied,
-        "numOutputRows": inserted + updated + copied,
-        "numTargetFilesAdded": len(new_files) + outcome.num_added_files,
-        "numTargetFilesRemoved": outcome.num_removed_files,
-        "numTargetBytesAdded": sum(a.size for a in new_files) + outcome.num_added_bytes,
-        "numTargetBytesRemoved": outcome.num_removed_bytes,
-        "numTargetChangeFilesAdded": 0,
-        **outcome.dv_metrics("numTarget"),
-    }
-
-
-def _result_metrics(metrics: dict[str, int]) -> dict[str, int]:
-    """Databricks' MERGE result columns."""
-    updated = metrics["numTargetRowsUpdated"]
-    deleted = metrics["numTargetRowsDeleted"]
-    inserted = metrics["numTargetRowsInserted"]
-    return {
-        "num_affected_rows": updated + deleted + inserted,
-        "num_updated_rows": updated,
-        "num_deleted_rows": deleted,
-        "num_inserted_rows": inserted,
-    }
-
-
-def _ms_since(start: float) -> int:
-    return int((time.perf_counter() - start) * 1000)
+    return MergeMetrics(
+        num_source_rows=summary.num_source_rows,
+        num_target_rows_inserted=inserted,
+        num_target_rows_updated=updated,
+        num_target_rows_matched_updated=matched_updated,
+        num_target_rows_not_matched_by_source_updated=source_updated,
+        num_target_rows_deleted=deleted,
+        num_target_rows_matched_deleted=matched_deleted,
+        num_target_rows_not_matched_by_source_deleted=source_deleted,
+        num_target_rows_copied=copied,
+        num_output_rows=inserted + updated + copied,
+        num_target_files_added=len(new_files) + outcome.num_added_files,
+        num_target_files_removed=outcome.num_removed_files,
+        num_target_bytes_added=sum(a.size for a in new_files) + outcome.num_added_bytes,
+        num_target_bytes_removed=outcome.num_removed_bytes,
+        num_target_change_files_added=done.changes.count,
+        **outcome.dv_counts("num_target"),
+        execution_time_ms=execution_ms,
+        scan_time_ms=done.scan_time_ms,
+        rewrite_time_ms=done.rewrite_time_ms,
+        spark_jobs=jobs,
+    )

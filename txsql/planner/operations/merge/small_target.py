@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from txsql.log.actions import AddFile
@@ -114,8 +115,6 @@ def run_small_target(
 
 
 def _observation(what: str) -> Observation:
-    from pyspark.sql import Observation
-
     return Observation(f"txsql_merge_{what}_{uuid.uuid4().hex}")
 
 

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pyroaring import BitMap64
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from txsql.errors import MergeCardinalityError, TxSqlError
@@ -55,7 +57,6 @@ class Summary:
 def observe_counts(plan: MergePlan, rows: DataFrame) -> tuple[DataFrame, Observation]:
     """``rows`` counting, in whatever job reads them, rows per clause index (``-1``: none)
     and rows with a target row (``"target"``): the write job then counts for the summary."""
-    from pyspark.sql import Observation
 
     observed = Observation(f"txsql_merge_rows_{uuid.uuid4().hex}")
     counts = [
@@ -86,7 +87,6 @@ def summarize(
     counted = None if observed is None else {k: int(v) for k, v in observed.get.items()}
     if counted is None or counted["target"] > DIRECT_ROWS or crcs is None:
         return _grouped_summary(plan, rows)
-    import numpy as np
 
     table = count_job(
         joined.where(F.col(FILE).isNotNull())
@@ -122,7 +122,6 @@ def _grouped_summary(plan: MergePlan, rows: DataFrame) -> Summary:
     of pairs, so duplicates = effective pairs - distinct effective rows, exact wherever the
     pairs ran. The driver holds bitmaps (at most one bit per target row), never rows.
     """
-    import numpy as np
 
     effective = plan.indexes(MATCHED)
     changing = _changing(plan)

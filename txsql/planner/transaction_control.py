@@ -8,7 +8,9 @@ COMMIT), and the coordinator ratifies them together
 warehouse's coordinator forward (:func:`roll_forward`).
 
 Inside a transaction a failed statement aborts it (PostgreSQL's rule: only ROLLBACK runs
-then), and COMMIT validates the tables it read but did not write.
+then), and COMMIT validates the tables it read but did not write (Serializable): inside
+the coordinator's ratify loop for tables enrolled with the written ones, atomically with
+the commit; just before the commit otherwise (:mod:`txsql.txn.read_validation`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from txsql.result import Result
 from txsql.txn.coordinator import COORDINATOR_DIR, coordinator_at
 from txsql.txn.coordinator import roll_forward as roll_forward_at
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.read_validation import validate_reads
+from txsql.txn.read_validation import ReadCheck
 from txsql.txn.transaction import commit_together
 
 
@@ -49,7 +51,9 @@ def commit_description(
     return operation, parameters, metrics
 
 
-def commit_tables(ctx: RunContext, explicit: ExplicitTransaction, text: str) -> Result:
+def commit_tables(
+    ctx: RunContext, explicit: ExplicitTransaction, text: str, reads: list[ReadCheck]
+) -> Result:
     """Ratify every written table at once; the result lists each table's new version."""
     entries = []
     labels = []
@@ -60,7 +64,7 @@ def commit_tables(ctx: RunContext, explicit: ExplicitTransaction, text: str) -> 
         entries.append((txn, txn.commit_loop(operation, parameters, metrics)))
         labels.append(ctx.label(root))
         operations.append(operation)
-    results = commit_together(entries, labels)
+    results = commit_together(entries, labels, reads=reads)
     rows = [
         {"table": label, "version": r.version, "operation": op}
         for label, r, op in zip(labels, results, operations, strict=True)
@@ -119,15 +123,16 @@ def abort(explicit: ExplicitTransaction | None, error: BaseException, text: str)
         txn.abort()  # drop its staged actions now: nothing can commit them
 
 
-def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:
-    """Serializable across tables: validate each table read but not written at COMMIT.
+def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> list[ReadCheck]:
+    """Serializable across tables: the checks of each table read but not written.
 
     The written table is validated by its commit loop. Under Serializable (asked for with
     BEGIN ISOLATION LEVEL or the written table's ``delta.isolationLevel``) every other
-    table read must be unchanged where it was read since it was pinned. WriteSerializable
-    validates only the written table, as Delta does; other tables' reads are a snapshot.
-    A read-only transaction is validated when it read two or more tables (one consistent
-    snapshot of a single table is always serializable).
+    table read must be unchanged where it was read since it was pinned: the returned
+    checks run inside the commit (atomically with it where the coordinator orders both
+    tables). WriteSerializable validates only the written table, as Delta does; other
+    tables' reads are a snapshot. A read-only transaction is validated here, when it read
+    two or more tables (one consistent snapshot of a single table is always serializable).
     """
     writers = explicit.writers
     serializable = explicit.isolation is IsolationLevel.SERIALIZABLE or any(
@@ -135,9 +140,13 @@ def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> None:
     )
     others = [r for root, r in explicit.reads.items() if root not in writers]
     if not serializable or (not writers and len(others) < 2):
-        return
-    for reader in others:
-        validate_reads(reader, _table_label(reader.table_root, warehouse))
+        return []
+    checks = [ReadCheck(reader, _table_label(reader.table_root, warehouse)) for reader in others]
+    if not writers:
+        for check in checks:
+            check.run()
+        return []
+    return checks
 
 
 def _table_label(root: str, warehouse: str) -> str:
@@ -193,9 +202,10 @@ def transaction_control(ctx: RunContext, statement: Begin | Commit | Rollback, t
     if isinstance(statement, Commit):
         refuse_if_aborted(explicit)  # the transaction stays open (aborted) until ROLLBACK
     ctx.explicit = None
+    reads: list[ReadCheck] = []
     if isinstance(statement, Commit):
         try:
-            validate_other_reads(explicit, ctx.catalog.warehouse)
+            reads = validate_other_reads(explicit, ctx.catalog.warehouse)
         except TxSqlError:
             for writer in explicit.writers.values():
                 writer.rollback()  # the COMMIT failed: nothing is written
@@ -208,10 +218,10 @@ def transaction_control(ctx: RunContext, statement: Begin | Commit | Rollback, t
             text, operation, read_version=explicit.read_version, message="nothing was written"
         )
     if len(explicit.writers) > 1:
-        return commit_tables(ctx, explicit, text)
+        return commit_tables(ctx, explicit, text, reads)
     txn = explicit.txn
     operation, parameters, metrics = commit_description(explicit.statements)
-    committed = txn.commit(operation, parameters, metrics)
+    committed = txn.commit(operation, parameters, metrics, reads=reads)
     if committed.skipped:  # a duplicate of our (appId, version) won the race
         return Result(
             text,

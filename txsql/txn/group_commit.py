@@ -12,7 +12,10 @@ Every commit to an enrolled table comes here, a single-table one as a group of o
 3. **Ratify.** One put-if-absent of the coordinator record at the next position naming
    every participant: the commit point of the group. If the position is taken, the
    winning record is published (keeping the invariant), participants whose version it
-   took are re-checked and re-staged, and the next position is tried.
+   took are re-checked and re-staged, and the next position is tried. Under
+   Serializable, the tables the transaction read but does not write are validated right
+   before each put (:mod:`txsql.txn.read_validation`): enrolled ones in this
+   coordinator are thereby checked at the very position the group ratifies at.
 4. **Publish.** Each staged commit becomes ``_delta_log/<version>.json``. A failure here
    does not fail the commit: it is ratified, and the next txsql access completes it.
 
@@ -29,6 +32,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from txsql.errors import (
     CommitConflictError,
@@ -52,8 +56,12 @@ from txsql.txn.coordinator import (
     staged_name,
 )
 from txsql.txn.own_files import require_added_files
+from txsql.txn.read_validation import ReadCheck
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import CommitLoop
+
+if TYPE_CHECKING:
+    from txsql.txn.transaction import Transaction
 
 logger = logging.getLogger(__name__)
 
@@ -80,8 +88,13 @@ def commit_group(
     group_id: str | None = None,
     *,
     ledgers: Sequence[WrittenFiles] | None = None,
+    reads: Sequence[ReadCheck] = (),
 ) -> list[CommitResult]:
     """Commit every loop's transaction as one group, all or nothing.
+
+    ``reads`` are the Serializable checks of tables read but not written: those enrolled
+    in this group's coordinator run before every ratify attempt (atomic with the commit),
+    the others once before anything is staged.
 
     Raises:
         CommitConflictError: a participant conflicts with a winner on its table (the
@@ -108,8 +121,14 @@ def commit_group(
             "some of its tables and not to others",
             hint="Give each table's writes their own app id, or use a new app version.",
         )
+    for check in reads:
+        check.atomic = check.coordinator_root == coordinator.root
+    atomic = [check for check in reads if check.atomic]
     try:
-        record = _stage_and_ratify(members, coordinator, group_id)
+        for check in reads:
+            if not check.atomic:
+                check.run()  # cannot be atomic: no record of ours orders its commits
+        record = _stage_and_ratify(members, coordinator, group_id, atomic)
     except BaseException:
         if not any(m.loop.outcome_unknown for m in members):
             _discard_staged(members)  # never ratified: nobody may publish them
@@ -149,7 +168,10 @@ def one_coordinator(members: Sequence[GroupMember]) -> Coordinator:
 
 
 def _stage_and_ratify(
-    members: Sequence[GroupMember], coordinator: Coordinator, group_id: str
+    members: Sequence[GroupMember],
+    coordinator: Coordinator,
+    group_id: str,
+    reads: Sequence[ReadCheck] = (),
 ) -> GroupRecord:
     max_attempts = min(m.loop.txn.max_attempts for m in members)
     position = roll_forward(coordinator)
@@ -161,6 +183,12 @@ def _stage_and_ratify(
             if restaged:
                 staged_now += 1
                 crash_point(f"mtx_staged_{staged_now}")
+        # Every record below ``position`` is published now, and every commit to an
+        # enrolled read table is a record: checking each such table through its newest
+        # version checks it through ``position``, so a put that wins there is validated
+        # exactly, and one that loses re-checks the winner's commits on the next attempt.
+        for check in reads:
+            check.run()
         record = GroupRecord(
             position, group_id, now_ms(), tuple(m.participant for m in members if m.participant)
         )
@@ -252,3 +280,30 @@ def _finish(m: GroupMember, published: bool) -> CommitResult:
     except Exception:  # never fail a ratified commit over housekeeping
         logger.warning("post-commit work on %s failed", m.label, exc_info=True)
     return loop.result(version, m.attempts, info, m.written)
+
+
+def commit_together(
+    entries: Sequence[tuple[Transaction, CommitLoop]],
+    labels: Sequence[str],
+    *,
+    reads: Sequence[ReadCheck] = (),
+) -> list[CommitResult]:
+    """Commit several transactions (one per table) through the coordinator, all or none.
+
+    ``labels`` name the tables in errors; ``reads`` validate tables read but not written
+    (see :func:`commit_group`). Each transaction ends committed, or failed (its files
+    deleted) unless the outcome is unknown.
+    """
+    loops = [loop for _, loop in entries]
+    # A rebase may write new DV files: each member's into its own transaction's ledger.
+    ledgers = [txn.written for txn, _ in entries]
+    try:
+        results = commit_group(loops, labels, ledgers=ledgers, reads=reads)
+    except BaseException:
+        unknown = any(loop.outcome_unknown for loop in loops)
+        for txn, _ in entries:
+            txn.settle_failure(unknown)
+        raise
+    for (txn, _), result in zip(entries, results, strict=True):
+        txn.settle_success(result)
+    return results

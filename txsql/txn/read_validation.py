@@ -12,30 +12,139 @@ actions, so only the "data we read changed" rules can fire (appends we should ha
 files or rows we read that were deleted). A read-only view is never a blind append and is
 checked as ``Serializable``: every added row counts, blind or not.
 
-Limit: the validation runs just before the written table's commit, not atomically with
-it; two transactions committing in the same instant can both pass. Interleaved sessions
-(BEGIN ... COMMIT in notebooks, ``Session.begin()``) always see each other's commits.
+Atomic for enrolled tables: when the written tables commit through the coordinator and a
+read table is enrolled in the same coordinator, the check runs inside the ratification
+loop (:mod:`txsql.txn.group_commit`), before each put of the coordinator record at
+position ``P``, over every commit the read table holds once every record below ``P`` is
+published. Every commit to that table is such a record, so a ratify at ``P`` that wins
+proves nothing was committed to it between the read and ``P``; one that loses publishes
+the winner, checks its commits too and tries ``P + 1``.
+
+Limit: a read table that is not enrolled (or enrolled in another coordinator), or a
+written table that is not enrolled, is checked just before the commit, not atomically
+with it; two transactions committing in the same instant can then both pass.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from txsql.errors import CommitConflictError
 from txsql.log import properties
+from txsql.log.features import multi_table_enrolled
 from txsql.log.schema import parse_schema
 from txsql.txn.conflicts import TxnView, check_winning_commit
+from txsql.txn.coordinator import coordinator_root
 from txsql.txn.isolation import IsolationLevel, row_level_enabled
 from txsql.txn.readset import norm_path
 from txsql.txn.rowlevel import RowLevelState
-from txsql.txn.transaction import Transaction
 from txsql.txn.winner import WinningCommit
+
+if TYPE_CHECKING:
+    from txsql.txn.transaction import Transaction
+
+NOT_ATOMIC_NOTE = (
+    " Only tables enrolled in the written tables' coordinator are validated atomically "
+    "with the commit; this one was checked just before it."
+)
+
+
+class ReadCheck:
+    """The Serializable check of one read-but-not-written table, run as often as needed:
+    each run checks only the commits since the previous one."""
+
+    def __init__(self, txn: Transaction, table_label: str | None = None) -> None:
+        self.txn = txn
+        self.label = table_label or txn.table_root
+        snapshot = txn.snapshot()
+        self._pinned = -1 if snapshot is None else snapshot.version
+        self.checked_through = self._pinned
+        self._checker_view: TxnView | None = None
+        self._rows: RowLevelState | None = None
+        self.atomic = False  # set by the commit that runs this check inside its ratify loop
+
+    @property
+    def coordinator_root(self) -> str | None:
+        """The coordinator the read table commits through (None: not enrolled)."""
+        snapshot = self.txn.snapshot()
+        if snapshot is None or not multi_table_enrolled(snapshot.configuration):
+            return None
+        return coordinator_root(self.txn.table_root, snapshot.configuration)
+
+    def run(self) -> int:
+        """Check every commit to the table not checked yet; the number checked.
+
+        Raises:
+            CommitConflictError: The subclass of the first rule that fired, its message
+                naming the read table.
+        """
+        snapshot = self.txn.snapshot()
+        if snapshot is None or (self.txn.read_set.is_empty and not self.txn.read_set.app_ids):
+            return 0
+        latest = self.txn.log.latest_version()
+        if latest is None or latest <= self.checked_through:
+            return 0
+        view = self._view()
+        first = self.checked_through + 1
+        for version in range(first, latest + 1):
+            winner = WinningCommit(version, tuple(self.txn.log.read_commit(version)))
+            try:
+                outcome = check_winning_commit(winner, view)
+            except CommitConflictError as error:
+                self._name_read_table(error)
+                raise
+            view.protocol, view.metadata = outcome.protocol, outcome.metadata
+            if self._rows is not None:
+                self._rows.advance(winner)
+            self.checked_through = version
+        return latest - first + 1
+
+    def _view(self) -> TxnView:
+        """A view that stages nothing (built once: it advances with each checked commit)."""
+        if self._checker_view is not None:
+            return self._checker_view
+        snap = self.txn.snapshot()
+        assert snap is not None
+        conf = snap.configuration
+        if row_level_enabled(conf):
+            files = {norm_path(f.path): f for f in snap.files}
+            self._rows = RowLevelState(
+                self.txn.log.table_root, self.txn.log.store.fs, files, {}, {}
+            )
+        self._checker_view = TxnView(
+            actions=(),
+            read_set=self.txn.read_set,
+            isolation=IsolationLevel.SERIALIZABLE,
+            blind_append=False,
+            schema=parse_schema(snap.metadata.schema_string),
+            partition_columns=snap.metadata.partition_columns,
+            protocol=snap.protocol,
+            metadata=snap.metadata,
+            rows=self._rows,
+            row_checker=self.txn.row_predicate_checker,
+            column_mapping_mode=properties.column_mapping_mode(conf),
+        )
+        return self._checker_view
+
+    def _name_read_table(self, error: CommitConflictError) -> None:
+        """Say which read table changed: the conflict is not about the table we write."""
+        table = self.label
+        error.message = (
+            f"table {table}, read by this Serializable transaction at version {self._pinned} "
+            f"but not written by it, changed: {error.message}"
+        )
+        error.rule = f"read validation of {table}: {error.rule}"
+        error.hint = (
+            f"Run the transaction again: it will read {table} as of its newest version. "
+            + error.hint
+            + ("" if self.atomic else NOT_ATOMIC_NOTE)
+        )
+        error.args = (error._render(),)
 
 
 def validate_reads(txn: Transaction, table_label: str | None = None) -> int:
-    """Check every commit to ``txn``'s table since its pinned snapshot against its reads.
-
-    Args:
-        txn: A transaction that read the table and stages nothing for it.
-        table_label: How to name the table in an error (default: its location).
+    """Check every commit to ``txn``'s table since its pinned snapshot against its reads
+    (once, now: not atomic with any commit).
 
     Returns:
         The number of commits checked (0 when the table did not change).
@@ -44,51 +153,4 @@ def validate_reads(txn: Transaction, table_label: str | None = None) -> int:
         CommitConflictError: The subclass of the first rule that fired, its message
             naming the read table.
     """
-    snapshot = txn.snapshot()
-    if snapshot is None or (txn.read_set.is_empty and not txn.read_set.app_ids):
-        return 0
-    latest = txn.log.latest_version()
-    if latest is None or latest <= snapshot.version:
-        return 0
-    conf = snapshot.configuration
-    rows = None
-    if row_level_enabled(conf):
-        files = {norm_path(f.path): f for f in snapshot.files}
-        rows = RowLevelState(txn.log.table_root, txn.log.store.fs, files, {}, {})
-    view = TxnView(
-        actions=(),
-        read_set=txn.read_set,
-        isolation=IsolationLevel.SERIALIZABLE,
-        blind_append=False,
-        schema=parse_schema(snapshot.metadata.schema_string),
-        partition_columns=snapshot.metadata.partition_columns,
-        protocol=snapshot.protocol,
-        metadata=snapshot.metadata,
-        rows=rows,
-        row_checker=txn.row_predicate_checker,
-        column_mapping_mode=properties.column_mapping_mode(conf),
-    )
-    for version in range(snapshot.version + 1, latest + 1):
-        winner = WinningCommit(version, tuple(txn.log.read_commit(version)))
-        try:
-            outcome = check_winning_commit(winner, view)
-        except CommitConflictError as error:
-            _name_read_table(error, table_label or txn.table_root, snapshot.version)
-            raise
-        view.protocol, view.metadata = outcome.protocol, outcome.metadata
-        if rows is not None:
-            rows.advance(winner)
-    return latest - snapshot.version
-
-
-def _name_read_table(error: CommitConflictError, table: str, pinned: int) -> None:
-    """Say which read table changed: the conflict is not about the table we write."""
-    error.message = (
-        f"table {table}, read by this Serializable transaction at version {pinned} but not "
-        f"written by it, changed: {error.message}"
-    )
-    error.rule = f"read validation of {table}: {error.rule}"
-    error.hint = (
-        f"Run the transaction again: it will read {table} as of its newest version. " + error.hint
-    )
-    error.args = (error._render(),)
+    return ReadCheck(txn, table_label).run()

@@ -30,11 +30,12 @@ from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.storage.written import WrittenFiles, recording
 from txsql.txn.conflicts import RowPredicateChecker
-from txsql.txn.group_commit import commit_group
+from txsql.txn.group_commit import commit_together
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
 from txsql.txn.joinread import JoinChecker, JoinRead, record_join
 from txsql.txn.own_files import delete_uncommitted
 from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
+from txsql.txn.read_validation import ReadCheck
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
@@ -234,8 +235,14 @@ class Transaction:
         operation: str,
         parameters: Mapping[str, Any] | None = None,
         metrics: Mapping[str, Any] | None = None,
+        *,
+        reads: Sequence[ReadCheck] = (),
     ) -> CommitResult:
         """Write the staged actions as the next version, checking and rebasing on races.
+
+        ``reads`` validate tables read but not written (Serializable): atomically with
+        the commit for tables enrolled in this table's coordinator when this table is
+        enrolled (see :mod:`txsql.txn.read_validation`), otherwise just before it.
 
         Raises:
             CommitConflictError: a winning commit conflicts (a subclass says which rule).
@@ -244,8 +251,8 @@ class Transaction:
         """
         loop = self.commit_loop(operation, parameters, metrics)
         if self.enrolled:
-            return commit_together([(self, loop)], [self.table_root])[0]
-        return self.run_commit(loop, loop.run)
+            return commit_together([(self, loop)], [self.table_root], reads=reads)[0]
+        return self.run_commit(loop, lambda: _checked_then_run(loop, reads))
 
     @property
     def enrolled(self) -> bool:
@@ -364,24 +371,8 @@ class Transaction:
             )
 
 
-def commit_together(
-    entries: Sequence[tuple[Transaction, CommitLoop]], labels: Sequence[str]
-) -> list[CommitResult]:
-    """Commit several transactions (one per table) through the coordinator, all or none.
-
-    ``labels`` name the tables in errors. Each transaction ends committed, or failed (its
-    files deleted) unless the outcome is unknown.
-    """
-    loops = [loop for _, loop in entries]
-    # A rebase may write new DV files: each member's into its own transaction's ledger.
-    ledgers = [txn.written for txn, _ in entries]
-    try:
-        results = commit_group(loops, labels, ledgers=ledgers)
-    except BaseException:
-        unknown = any(loop.outcome_unknown for loop in loops)
-        for txn, _ in entries:
-            txn.settle_failure(unknown)
-        raise
-    for (txn, _), result in zip(entries, results, strict=True):
-        txn.settle_success(result)
-    return results
+def _checked_then_run(loop: CommitLoop, reads: Sequence[ReadCheck]) -> CommitResult:
+    """A plain commit orders nothing with other tables: validate reads, then commit."""
+    for check in reads:
+        check.run()
+    return loop.run()

@@ -263,3 +263,36 @@ def test_create_with_protocol_versions(session: txsql.Session) -> None:
     with pytest.raises(InvalidTablePropertyError):
         session.sql("CREATE TABLE r (id INT) TBLPROPERTIES ('delta.minWriterVersion' = '9')")
     assert not log_of(session, "r").exists()
+
+
+def test_a_table_leaves_multi_table_transactions_only_when_none_is_prepared(
+    session: txsql.Session,
+) -> None:
+    """Leaving changes the table's metadata, which would roll back a prepared transaction
+    writing it at COMMIT PREPARED: the ALTER is refused while one is pending, by name."""
+    s = session
+    enrol = "TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')"
+    s.sql(f"CREATE TABLE accounts (id INT, balance BIGINT) {enrol}")
+    s.sql(f"CREATE TABLE ledger (id INT, amount BIGINT) {enrol}")
+    s.sql("BEGIN; INSERT INTO accounts VALUES (1, 10); PREPARE TRANSACTION 'pay'")
+    s.sql("BEGIN; INSERT INTO ledger VALUES (1, 10); PREPARE TRANSACTION 'book'")
+    before = s.table("accounts").version()
+    leave = "ALTER TABLE accounts SET TBLPROPERTIES ('txsql.multiTableTransactions' = 'false')"
+    with pytest.raises(InvalidTablePropertyError, match="'pay'") as refused:
+        s.sql(leave)
+    assert "'book'" not in str(refused.value)
+    assert "COMMIT PREPARED or ROLLBACK PREPARED" in refused.value.hint
+    with pytest.raises(InvalidTablePropertyError, match="'pay'"):
+        s.sql("ALTER TABLE accounts UNSET TBLPROPERTIES ('txsql.multiTableTransactions')")
+    assert s.table("accounts").version() == before
+    # Other property changes are not leaving; the prepared transaction still commits.
+    s.commit_prepared("pay")
+    accounts = str(Path(s.warehouse) / "accounts")
+    assert deltalake_rows(accounts, before + 1, "id, balance") == [(1, 10)]
+    s.sql(leave)  # nothing pending on accounts any more ('book' writes ledger only)
+    conf = log_of(s, "accounts").snapshot().configuration
+    assert conf["txsql.multiTableTransactions"] == "false"
+    s.rollback_prepared("book")
+    s.sql("ALTER TABLE ledger UNSET TBLPROPERTIES ('txsql.multiTableTransactions')")
+    assert "txsql.multiTableTransactions" not in log_of(s, "ledger").snapshot().configuration
+    assert duckdb_rows(str(Path(s.warehouse) / "ledger"), 1, "id") == []

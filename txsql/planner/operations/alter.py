@@ -29,6 +29,13 @@ from txsql.planner.sql.command_statements import (
 )
 from txsql.planner.sql.refs import ColumnSpec
 from txsql.result import Result
+from txsql.txn.coordinator import coordinator_for
+from txsql.txn.prepared_records import (
+    decided_ids,
+    find_decision,
+    prepared_ids,
+    read_prepared,
+)
 from txsql.txn.transaction import Transaction
 
 P = properties.TableProperties
@@ -72,6 +79,7 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     if upgraded != protocol:
         actions.append(upgraded)
     features.check_cdc_columns(new_metadata)
+    _refuse_leaving_while_prepared(txn, metadata, configuration, statement.target.display)
     actions.append(new_metadata)
     txn.stage(actions)
     parameters = {"properties": json.dumps({**given, **requested})}
@@ -111,6 +119,7 @@ def run_unset_properties(ctx: RunContext, statement: AlterUnsetProperties, text:
             f"{statement.target.display}",
             hint="Use UNSET TBLPROPERTIES IF EXISTS to ignore absent keys.",
         )
+    _refuse_leaving_while_prepared(txn, metadata, configuration, statement.target.display)
     txn.stage([replace(metadata, configuration=configuration)])
     parameters = {"properties": json.dumps(list(statement.keys)), "ifExists": statement.if_exists}
     committed = ctx.commit(txn, "UNSET TBLPROPERTIES", parameters, {})
@@ -251,6 +260,32 @@ def upgrade_protocol(protocol: Protocol, configuration: dict[str, str]) -> Proto
         UnsupportedFeatureError: the configuration asks for a feature txsql cannot write.
     """
     return features.with_features(protocol, writer=features.features_for_properties(configuration))
+
+
+def _refuse_leaving_while_prepared(
+    txn: Transaction, metadata: Metadata, configuration: Mapping[str, str], display: str
+) -> None:
+    """A table leaves multi-table transactions only when no prepared transaction writes it:
+    leaving changes its metadata, which would roll back every such transaction at COMMIT
+    PREPARED. (One prepared after this check still meets that conflict, with its error.)"""
+    coordinator = coordinator_for(txn.table_root, metadata.configuration)
+    if coordinator is None or features.multi_table_enrolled(configuration):
+        return
+    pending = []
+    decided = decided_ids(coordinator)
+    for prepared_id in (i for i in prepared_ids(coordinator) if i not in decided):
+        record = read_prepared(coordinator, prepared_id)
+        writes_table = any(p.table_id == metadata.id for p in record.participants)
+        if writes_table and find_decision(coordinator, record) is None:
+            pending.append(prepared_id)
+    if pending:
+        ids = ", ".join(repr(i) for i in sorted(pending))
+        raise InvalidTablePropertyError(
+            f"{display} cannot leave multi-table transactions: prepared transaction(s) {ids} "
+            "write it and are not decided yet",
+            hint=f"Run COMMIT PREPARED or ROLLBACK PREPARED for {ids} (SHOW TRANSACTIONS lists "
+            "them), then run the ALTER again.",
+        )
 
 
 def _begin(ctx: RunContext, target: Any) -> tuple[Transaction, Metadata, Protocol]:

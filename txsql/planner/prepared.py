@@ -28,10 +28,7 @@ from txsql.txn.prepared import PreparedOutcome, prepare_transactions
 from txsql.txn.prepared_commit import commit_prepared, rollback_prepared
 from txsql.txn.prepared_records import (
     ROLLBACK,
-    decided_ids,
-    find_decision,
-    prepared_ids,
-    read_prepared,
+    undecided,
 )
 
 
@@ -177,17 +174,11 @@ def run_show_transactions(ctx: RunContext, statement: ShowTransactions, text: st
             rows.append({**base, "table": None, "version": None})
         for p in group.participants:
             rows.append({**base, "table": ctx.label(p.table_root), "version": p.version})
-    decided = decided_ids(coordinator)
-    for prepared_id in prepared_ids(coordinator):
-        if prepared_id in decided:
-            continue
-        record = read_prepared(coordinator, prepared_id)
-        if find_decision(coordinator, record) is not None:
-            continue
+    for record in undecided(coordinator):
         for part in record.participants:
             rows.append(
                 {
-                    "transaction_id": prepared_id,
+                    "transaction_id": record.transaction_id,
                     "state": "prepared",
                     "position": None,
                     "time": _timestamp(record.timestamp),

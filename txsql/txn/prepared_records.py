@@ -193,6 +193,13 @@ def find_decision(coordinator: Coordinator, record: PreparedRecord) -> GroupReco
     return coordinator.read(position)
 
 
+def undecided(coordinator: Coordinator) -> list[PreparedRecord]:
+    """Every prepared transaction of ``coordinator`` not committed or rolled back yet."""
+    decided = decided_ids(coordinator)
+    records = [read_prepared(coordinator, i) for i in prepared_ids(coordinator) if i not in decided]
+    return [r for r in records if find_decision(coordinator, r) is None]
+
+
 def is_decision_of(group: GroupRecord, prepared_id: str) -> bool:
     return group.prepared_outcome is not None and group.transaction_id == prepared_id
 

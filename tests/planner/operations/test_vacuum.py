@@ -264,3 +264,34 @@ def test_a_live_writers_staging_folder_is_never_entered(session: txsql.Session, 
         spark.conf.unset(CHECK_CONF)
     assert (live / "part-00000.parquet").exists() and (live / "part-00001.parquet").exists()
     assert not (root / "_txsql_staging" / ("2" * 32)).exists()
+
+
+def test_vacuum_spares_the_files_of_a_prepared_transaction(
+    session: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prepared transaction is durable: VACUUM RETAIN 0 HOURS with the staging window
+    at 0 still keeps its data and DV files, and COMMIT PREPARED then commits its rows."""
+    s = session
+    s.sql("CREATE TABLE t (id INT) TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')")
+    s.sql("INSERT INTO t VALUES (1), (2)")
+    s.sql("BEGIN; INSERT INTO t VALUES (3); DELETE FROM t WHERE id = 1; PREPARE TRANSACTION 'p'")
+    log = DeltaLog.for_path(str(Path(s.warehouse) / "t"))
+    root = log.table_root
+    committed = {data_file_path(root, f.path) for f in log.snapshot().files}
+    prepared = {os.path.normpath(p) for p in all_files(root)} - committed
+    assert len(prepared) == 2  # the new row's data file and the DV file
+    orphan = os.path.join(root, "part-00009-orphan.c000.snappy.parquet")
+    Path(orphan).write_bytes(b"PAR1")
+    monkeypatch.setenv("TXSQL_STAGING_WINDOW_MS", "0")
+    age([*all_files(root), log.store.log_path("00000000000000000000.json")])
+    spark.conf.set(CHECK_CONF, "false")
+    try:
+        s.sql("VACUUM t RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset(CHECK_CONF)
+    assert not os.path.exists(orphan), "an unnamed file of nobody's is still deleted"
+    assert all(os.path.exists(p) for p in prepared)
+    s.commit_prepared("p")
+    version = log.latest_version() or 0
+    assert deltalake_rows(root, version, "id") == [(2,), (3,)]
+    assert duckdb_rows(root, version, "id") == [(2,), (3,)]

@@ -30,12 +30,7 @@ from txsql.planner.sql.command_statements import (
 from txsql.planner.sql.refs import ColumnSpec
 from txsql.result import Result
 from txsql.txn.coordinator import coordinator_for
-from txsql.txn.prepared_records import (
-    decided_ids,
-    find_decision,
-    prepared_ids,
-    read_prepared,
-)
+from txsql.txn.prepared_records import undecided
 from txsql.txn.transaction import Transaction
 
 P = properties.TableProperties
@@ -271,13 +266,11 @@ def _refuse_leaving_while_prepared(
     coordinator = coordinator_for(txn.table_root, metadata.configuration)
     if coordinator is None or features.multi_table_enrolled(configuration):
         return
-    pending = []
-    decided = decided_ids(coordinator)
-    for prepared_id in (i for i in prepared_ids(coordinator) if i not in decided):
-        record = read_prepared(coordinator, prepared_id)
-        writes_table = any(p.table_id == metadata.id for p in record.participants)
-        if writes_table and find_decision(coordinator, record) is None:
-            pending.append(prepared_id)
+    pending = [
+        r.transaction_id
+        for r in undecided(coordinator)
+        if any(p.table_id == metadata.id for p in r.participants)
+    ]
     if pending:
         ids = ", ".join(repr(i) for i in sorted(pending))
         raise InvalidTablePropertyError(

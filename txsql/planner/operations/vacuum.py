@@ -25,6 +25,9 @@ entries are never touched. The retention defaults to
 ``delta.deletedFileRetentionDuration`` (7 days); a shorter RETAIN is refused unless the
 Spark conf ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false``.
 
+Prepared transactions (``PREPARE TRANSACTION`` on an enrolled table) are durable however
+long they wait: the files an undecided one wrote into the table are kept.
+
 Shallow clones: files a clone's log names (live or not) are kept while the clone exists;
 clones register themselves in ``<source>/_txsql_clones/`` (see
 :mod:`txsql.planner.operations.clone`), clones of clones included.
@@ -67,6 +70,8 @@ from txsql.storage.paths import (
     parse_location,
     resolve_in_root,
 )
+from txsql.txn.coordinator import coordinator_for
+from txsql.txn.prepared_records import undecided
 
 CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 _HOUR_MS = 3_600_000
@@ -99,6 +104,7 @@ def run_vacuum(ctx: RunContext, statement: VacuumTable, text: str) -> Result:
     now = int(time.time() * 1000)
     cutoff = now - retain_ms
     keep = referenced_files(snapshot, root, cutoff) | clone_files(log, root)
+    keep |= prepared_files(snapshot)
     floor = now - staging_window_ms()
     owned = Ownership(
         logged_files(log, snapshot, root), creation_time_ms(log, snapshot), min(cutoff, floor)
@@ -299,6 +305,22 @@ def referenced_files(snapshot: Snapshot, root: str, cutoff_ms: int) -> set[str]:
         if (r.deletion_timestamp or 0) > cutoff_ms
     ]
     return _local_paths(root, entries)
+
+
+def prepared_files(snapshot: Snapshot) -> set[str]:
+    """Local paths of the files undecided prepared transactions wrote into this table: a
+    prepared transaction is durable, however long it waits for COMMIT PREPARED."""
+    coordinator = coordinator_for(snapshot.table_root, snapshot.configuration)
+    if coordinator is None:  # not enrolled: leaving is refused while one is prepared
+        return set()
+    table_id = snapshot.metadata.id
+    return {
+        parse_location(path).root  # recorded as written: a path or URI, not log-encoded
+        for record in undecided(coordinator)
+        for part in record.participants
+        if part.table_id == table_id
+        for path in part.written_files
+    }
 
 
 def logged_files(log: DeltaLog, snapshot: Snapshot, root: str) -> set[str]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import txsql
+from tests.txn import test_transfers as transfers
 from tests.txn.test_group_commit import ENROLLED, make_table, writer
+from tests.txn.transfer_writer import ACCOUNTS, OPENING_BALANCE
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
@@ -64,6 +67,31 @@ def test_a_half_published_group_is_hidden_until_it_is_whole(
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [0, 0]
 
 
+def test_a_group_ratified_before_the_read_point_is_seen_whole(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Ratified but not published yet when the first table is looked at: taking the read
+    point publishes the group, so the first table must be read again, not at the version
+    seen before the point (found by the concurrent test below: half a transfer)."""
+    a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
+
+    class Stopped(Exception):
+        pass
+
+    def stop_after_ratify(name: str) -> None:
+        if name == "mtx_ratified":
+            raise Stopped
+        crash_point(name)
+
+    monkeypatch.setattr("txsql.txn.group_commit.crash_point", stop_after_ratify)
+    with contextlib.suppress(Stopped):  # as if the writer were paused right there
+        group([a, b], "g1")
+    monkeypatch.undo()
+    assert [a.latest_version(), b.latest_version()] == [0, 0], "ratified, not published"
+    points: ReadPoints = {}
+    assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [1, 1]
+
+
 def test_a_transaction_never_reads_half_a_transfer(tmp_path: Path, spark: Any) -> None:
     s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
     other = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
@@ -91,3 +119,70 @@ def test_a_transaction_never_reads_half_a_transfer(tmp_path: Path, spark: Any) -
     assert sorted(tuple(r) for r in joined) == [(1, 70, 30), (2, 130, None)]
     raw = Path(tmp_path / "wh" / "ledger" / "_delta_log" / f"{1:020d}.json").read_text()
     assert any("add" in json.loads(line) for line in raw.splitlines())  # oracle: raw log
+
+
+# --- under real concurrency: a reader joins while three processes transfer -----------
+
+READS = 6
+PUBLISH_PAUSE_S = "0.2"  # between a group's accounts and ledger publish: a slow store
+
+
+def test_a_join_never_sees_half_a_transfer_while_processes_transfer(
+    tmp_path: Path, spark: Any
+) -> None:
+    """Three writer processes (tests.txn.transfer_writer) move money between accounts, each
+    transfer one group over accounts and ledger, publishing the two tables 0.2 s apart.
+    Meanwhile this process runs one txsql SELECT joining both tables, again and again.
+    Every answer must be one state of the books: the balances sum to the opening total,
+    and each account's balance is its opening balance plus what the ledger rows it sees
+    moved in and out (no transfer seen in one table and not the other)."""
+    warehouse, stop = tmp_path / "wh", tmp_path / "stop"
+    created = subprocess.run(
+        transfers.writer(warehouse, "create"),
+        cwd=transfers.ROOT_DIR,
+        env=transfers.child_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert created.returncode == 0, created.stderr
+    writers = [
+        subprocess.Popen(
+            transfers.writer(
+                warehouse, "until", str(stop), str(child), "WriteSerializable", PUBLISH_PAUSE_S
+            ),
+            cwd=transfers.ROOT_DIR,
+            env=transfers.child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for child in range(3)
+    ]
+    # The session's own warehouse is elsewhere: no statement-level roll forward of the
+    # transfers' coordinator, only what the read point does.
+    s = txsql.Session(spark, warehouse=str(tmp_path / "session_wh"))
+    query = (
+        "SELECT a.id, a.balance, count(l.seq) AS moves, coalesce(sum("
+        "CASE WHEN l.dst = a.id THEN l.amount ELSE -l.amount END), 0) AS net "
+        f"FROM delta.`{warehouse / 'accounts'}` a "
+        f"LEFT JOIN delta.`{warehouse / 'ledger'}` l ON l.src = a.id OR l.dst = a.id "
+        "GROUP BY a.id, a.balance"
+    )
+    seen_transfers = set()
+    try:
+        for _ in range(READS):
+            assert all(w.poll() is None for w in writers), "a writer stopped early"
+            rows = [tuple(r) for r in s.sql(query).collect()]
+            assert len(rows) == ACCOUNTS, rows
+            assert sum(r[1] for r in rows) == ACCOUNTS * OPENING_BALANCE, ("total", rows)
+            for account, balance, _, net in rows:
+                assert balance == OPENING_BALANCE + net, ("half a transfer", account, rows)
+            seen_transfers.add(sum(r[2] for r in rows) // 2)
+    finally:
+        stop.touch()
+        outputs = [w.communicate(timeout=300) for w in writers]
+    for w, (_, err) in zip(writers, outputs, strict=True):
+        assert w.returncode == 0, err
+    committed = [json.loads(line) for out, _ in outputs for line in out.splitlines()]
+    assert len(seen_transfers) > 1, "the reads overlapped the transfers"
+    assert max(seen_transfers) <= len([t for t in committed if not t.get("gave_up")])

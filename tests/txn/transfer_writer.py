@@ -8,14 +8,20 @@ up), rewrite both accounts' files and append the ledger row ``(child, seq, src, 
 amount)``. The amount depends on what was read, so a lost update or a stale read would
 show in a serial replay. A conflict is retried (bounded) with fresh transactions. Each
 committed transfer is printed as one JSON line with both tables' new versions.
+``... WAREHOUSE until STOP_FILE CHILD ISOLATION [PAUSE_S]``: transfers until STOP_FILE
+exists; with PAUSE_S, each group waits that long between publishing ``accounts`` and
+``ledger`` (a slow store), which widens the window in which an outside reader sees half
+a transfer: what the read point test needs a reader to hit.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import random
 import sys
+import time
 import uuid
 
 import pyarrow as pa
@@ -25,7 +31,9 @@ from txsql.errors import CommitConflictError, CommitRetriesExceededError
 from txsql.log import features
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
+from txsql.storage.crashpoints import crash_point
 from txsql.storage.factory import file_io_for
+from txsql.txn import coordinator
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.transaction import Transaction, commit_together
 
@@ -113,24 +121,53 @@ def transfer_once(
     }
 
 
+def transfer(
+    warehouse: str, isolation: IsolationLevel, child: int, seq: int, pick: random.Random
+) -> None:
+    """One transfer, retried on conflicts; prints what committed (or that it gave up)."""
+    src, dst = pick.sample(range(ACCOUNTS), 2)
+    for tries in range(1, MAX_TRIES + 1):
+        try:
+            done = transfer_once(warehouse, isolation, child, seq, src, dst)
+        except (CommitConflictError, CommitRetriesExceededError):
+            continue
+        print(json.dumps({**done, "tries": tries}), flush=True)
+        return
+    print(json.dumps({"child": child, "seq": seq, "gave_up": True}), flush=True)
+
+
 def run(warehouse: str, child: int, count: int, isolation: IsolationLevel) -> None:
     pick = random.Random(child)
     for seq in range(count):
-        src, dst = pick.sample(range(ACCOUNTS), 2)
-        for tries in range(1, MAX_TRIES + 1):
-            try:
-                done = transfer_once(warehouse, isolation, child, seq, src, dst)
-            except (CommitConflictError, CommitRetriesExceededError):
-                continue
-            print(json.dumps({**done, "tries": tries}), flush=True)
-            break
-        else:
-            print(json.dumps({"child": child, "seq": seq, "gave_up": True}), flush=True)
+        transfer(warehouse, isolation, child, seq, pick)
+
+
+def slow_publish(pause_s: float) -> None:
+    """Pause between a group's first and second publish (crash points stay live)."""
+
+    def point(phase: str) -> None:
+        if phase == "mtx_published_1":
+            time.sleep(pause_s)
+        crash_point(phase)
+
+    coordinator.crash_point = point  # type: ignore[assignment]
+
+
+def run_until(warehouse: str, stop_file: str, child: int, isolation: IsolationLevel) -> None:
+    pick = random.Random(child)
+    seq = 0
+    while not os.path.exists(stop_file):
+        transfer(warehouse, isolation, child, seq, pick)
+        seq += 1
 
 
 if __name__ == "__main__":
     if sys.argv[2] == "create":
         create(sys.argv[1])
+    elif sys.argv[2] == "until":
+        if len(sys.argv) > 6:
+            slow_publish(float(sys.argv[6]))
+        run_until(sys.argv[1], sys.argv[3], int(sys.argv[4]), IsolationLevel.parse(sys.argv[5]))
     else:
         level = IsolationLevel.parse(sys.argv[5])
         run(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]), level)

@@ -10,7 +10,8 @@ A table is then read at its newest version, unless a record at or after ``p`` na
 groups publish after they ratify, in position order, so that record's version (and every
 later one) belongs to a group the read point must not see, and the table is read at the
 version before it. The records at or after ``p`` never change once written, so each is
-read once per read point.
+read once per read point. Every table is looked at after the point is taken (the first
+one again), so each sees every record below the point, published by taking it.
 """
 
 from __future__ import annotations
@@ -67,4 +68,8 @@ def snapshot_at_read_point(points: ReadPoints, log: DeltaLog) -> Snapshot:
     point = points.get(coordinator.root)
     if point is None:
         point = points[coordinator.root] = ReadPoint.take(coordinator)
+        # ``latest`` was read before the point: a group ratified below it may not have
+        # been published then. Taking the point published every record below it, so the
+        # table is read again (one listing; the cached snapshot replays only new commits).
+        latest = log.snapshot()
     return point.snapshot(log, latest)

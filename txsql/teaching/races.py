@@ -11,13 +11,18 @@ Databricks check rows, not files); ``partitioned`` puts them in partitions ``p=1
 ``p=2``. Building a base costs a few statements, so each layout is built once per
 matrix and its directory (a few KB) copied for every race.
 
-A race: ours begins and runs its statement, theirs runs and commits (autocommit), then
-ours commits. Ours is the row of the matrix, theirs the column; running every pair as both
-row and column gives both orders.
+A race: ours begins and runs its statement, theirs commits, then ours commits. Ours is the
+row of the matrix, theirs the column; running every pair as both row and column gives both
+orders. Theirs always starts from the base table and does not depend on ours (ours has
+staged, not committed), so each of theirs' statements runs once per layout, on a copy of the
+base, and its commit (new data and deletion-vector files, then its log entry) is copied into
+each race's table while ours is open, as another writer's process would add them. Ours'
+commit then finds that version taken and goes through txsql's conflict check as in any race.
 """
 
 from __future__ import annotations
 
+import filecmp
 import os
 import shutil
 import tempfile
@@ -186,6 +191,20 @@ def table_rows(path: str) -> list[Row]:
     return sorted(rows)
 
 
+def files_under(root: str) -> set[str]:
+    """Every file below ``root``, as paths relative to it."""
+    return {
+        os.path.relpath(os.path.join(folder, name), root)
+        for folder, _, names in os.walk(root)
+        for name in names
+    }
+
+
+def log_entry_last(path: str) -> tuple[bool, str]:
+    """Sort key: data and deletion-vector files first, the log last (as a writer commits)."""
+    return (path.startswith("_delta_log"), path)
+
+
 class RaceTrack:
     """Base tables built once per layout, copies per race, results cached per race text."""
 
@@ -195,6 +214,8 @@ class RaceTrack:
         self.bases: dict[str, str] = {}
         self.copies = 0
         self.cache: dict[tuple[str, str, str, str], RaceResult] = {}
+        # (layout, their text) -> the table theirs committed on, and the files it added.
+        self.commits: dict[tuple[str, str], tuple[str, list[str]]] = {}
         self.serial_rows = serial_rows or duckdb_serial_rows() or self.replayed_rows
 
     def close(self) -> None:
@@ -227,6 +248,30 @@ class RaceTrack:
             self.session.sql(text.replace("{t}", table))
         return self.rows(table)
 
+    def their_commit(self, layout: str, text: str) -> tuple[str, list[str]]:
+        """Theirs run once on a copy of the base: that copy and the files the commit added."""
+        key = (layout, text)
+        if key not in self.commits:
+            table = self.copy(layout)
+            path = table[len("delta.`") : -1]
+            self.session.sql(text.replace("{t}", table))
+            base = self.base(layout)
+            before, after = files_under(base), files_under(path)
+            changed = [
+                name
+                for name in before
+                if name not in after or not filecmp.cmp(f"{base}/{name}", f"{path}/{name}", False)
+            ]
+            if changed:
+                # Copying added files cannot replay a statement that rewrote or removed files.
+                raise ScenarioError(
+                    f"{text!r} changed or removed {sorted(changed)} of the base table; the "
+                    "matrix replays their commit by its added files: race statements that "
+                    "only add files (no VACUUM, no log cleanup)"
+                )
+            self.commits[key] = (path, sorted(after - before, key=log_entry_last))
+        return self.commits[key]
+
     def race(self, setting: Setting, ours: Statement, theirs: Statement) -> RaceResult:
         our_text = ours.text("{t}", setting.our_key, OUR_NEW_ID)
         their_text = theirs.text("{t}", setting.their_key, THEIR_NEW_ID)
@@ -238,21 +283,30 @@ class RaceTrack:
     def _run(
         self, setting: Setting, ours: str, theirs: str, our_kind: str, their_kind: str
     ) -> RaceResult:
+        failed = f"{setting.name}: {ours!r} racing {theirs!r} failed"
+        try:
+            committed_on, added = self.their_commit(setting.layout, theirs)
+        except Exception as error:
+            raise ScenarioError(failed) from error
         table = self.copy(setting.layout)
+        path = table[len("delta.`") : -1]
         tx = self.session.begin(setting.level)
         try:
             tx.sql(ours.replace("{t}", table))
-            self.session.sql(theirs.replace("{t}", table))
+            # Theirs commits now: its files, then its log entry, land in ours' table.
+            for name in added:
+                os.makedirs(os.path.dirname(f"{path}/{name}"), exist_ok=True)
+                shutil.copy2(f"{committed_on}/{name}", f"{path}/{name}")
         except Exception as error:
             tx.rollback()
-            raise ScenarioError(f"{setting.name}: {ours!r} racing {theirs!r} failed") from error
+            raise ScenarioError(failed) from error
         try:
             tx.commit()
             outcome = COMMITTED
         except CommitConflictError as error:
             outcome = outcome_name(error)
         rows = tuple(self.rows(table))
-        shutil.rmtree(table[len("delta.`") : -1], ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
         # Compactions change no rows, so a serial order simply leaves them out.
         data = {ours: our_kind not in COMPACTIONS, theirs: their_kind not in COMPACTIONS}
         orders = [[theirs, ours], [ours, theirs]] if outcome == COMMITTED else [[theirs]]

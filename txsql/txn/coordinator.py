@@ -216,12 +216,30 @@ def roll_forward(coordinator: Coordinator) -> int:
     return latest + 1
 
 
-def publish_record(record: GroupRecord) -> None:
-    """Publish every participant of a ratified record (crash points between them)."""
+def publish_record(record: GroupRecord, staged: Mapping[str, bytes] | None = None) -> None:
+    """Publish every participant of a ratified record (crash points between them).
+
+    ``staged``: the bytes of staged commits the caller wrote itself, by staged name; the
+    writer that just ratified passes its own, which spares a read back of each and the
+    check that the version is free (the put-if-absent answers that).
+    """
     for number, participant in enumerate(record.participants, start=1):
-        publish_participant(participant)
+        data = (staged or {}).get(participant.staged_commit)
+        if data is None:
+            publish_participant(participant)
+        else:
+            publish_own(participant, data)
         if number < len(record.participants):
             crash_point(f"mtx_published_{number}")
+
+
+def publish_own(participant: Participant, data: bytes) -> None:
+    """Publish a staged commit whose bytes we hold: one put-if-absent."""
+    store = log_store_for(participant.table_root)
+    try:
+        store.write_if_absent(participant.version, data)
+    except VersionExistsError:  # another process rolled our record forward first
+        _require_ours(store, participant)
 
 
 def publish_participant(participant: Participant) -> None:

@@ -42,6 +42,7 @@ from txsql.errors import (
 from txsql.log.actions import Action, CommitInfo
 from txsql.log.codec import encode_commit
 from txsql.storage.crashpoints import crash_point
+from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.written import WrittenFiles, recording
 from txsql.txn.coordinator import (
     Coordinator,
@@ -65,6 +66,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# On object stores, how often (in versions) a commit lists the staged directory to sweep
+# orphans of crashed writers (Delta's default checkpoint interval).
+STAGED_SWEEP_INTERVAL = 10
+
 
 @dataclass
 class GroupMember:
@@ -79,6 +84,7 @@ class GroupMember:
     attempts: int = 0
     superseded: list[str] = field(default_factory=list)
     ledger: WrittenFiles | None = None  # records the DV files a rebase writes
+    staged_bytes: bytes = b""  # what the staged commit holds: publishing needs no read back
     name_in_errors: bool = False  # conflicts start with the label (groups of several)
 
 
@@ -136,7 +142,9 @@ def commit_group(
     crash_point("mtx_ratified")
     published = False
     try:
-        publish_record(record)
+        publish_record(
+            record, {p.staged_commit: m.staged_bytes for m in members if (p := m.participant)}
+        )
         coordinator.mark_published(record.position)
         published = True
     except Exception:  # ratified is committed: the next txsql access publishes the rest
@@ -234,7 +242,9 @@ def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
     _, written = loop.next_attempt()
     require_added_files(loop.log, written, loop.operation)
     name = staged_name(loop.version, str(uuid.uuid4()))
-    loop.log.store.fs.write_if_absent(loop.log.store.log_path(name), encode_commit(written))
+    data = encode_commit(written)
+    loop.log.store.fs.write_if_absent(loop.log.store.log_path(name), data)
+    m.staged_bytes = data
     m.participant = Participant(
         loop.log.table_root, m.table_id, loop.version, name, loop.txn.txn_id
     )
@@ -276,10 +286,29 @@ def _finish(m: GroupMember, published: bool) -> CommitResult:
     try:
         if published:
             loop.after_commit(version)
-        remove_published_staged(loop.log.store, version if published else version - 1)
+        remove_staged(m, version, published)
     except Exception:  # never fail a ratified commit over housekeeping
         logger.warning("post-commit work on %s failed", m.label, exc_info=True)
     return loop.result(version, m.attempts, info, m.written)
+
+
+def remove_staged(m: GroupMember, version: int, published: bool) -> None:
+    """Delete the staged commits no longer needed once ``version`` is ratified.
+
+    Published: ours and the ones we superseded go. On local disk a listing of the staged
+    directory is cheap, so every commit also sweeps orphans of crashed writers at or below
+    the version; on an object store the listing is a request, so the sweep runs at
+    checkpoint versions only and other commits delete their own files by name.
+    Unpublished: ours must stay (roll forward reads it); older ones go.
+    """
+    store = m.loop.log.store
+    if not published:
+        remove_published_staged(store, version - 1)
+    elif isinstance(store.fs, LocalFileIO) or version % STAGED_SWEEP_INTERVAL == 0:
+        remove_published_staged(store, version)
+    else:
+        assert m.participant is not None
+        _delete_quietly(m, [*m.superseded, m.participant.staged_commit])
 
 
 def commit_together(

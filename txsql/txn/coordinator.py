@@ -14,6 +14,10 @@ A staged commit whose version is already published can never be ratified any mor
 group proposing that version would find its coordinator position taken and re-stage), so
 cleanup may delete it, whether it was the published one or an orphan of a lost attempt.
 
+Records are contiguous (each is put at the position after the newest), so the newest is
+found by probing names, never by listing (:meth:`Coordinator.latest_position`); the hint
+file ``latest_position.hint`` gives a fresh process a recent position to probe from.
+
 Invariant the writers keep (see :mod:`txsql.txn.group_commit`): before a writer puts
 record ``p`` it has published every record below ``p``. So at any moment only the newest
 record can still be unpublished, and rolling forward means publishing that one record.
@@ -47,7 +51,11 @@ STAGED_DIR = "_staged_commits"
 _STAGED = re.compile(r"^(\d{20})\.[0-9a-fA-F-]{36}\.json$")
 # Optional: a table whose coordinator is not the default one next to its parent directory.
 COORDINATOR_PROPERTY = "txsql.multiTableTransactions.coordinator"
-_RECORD = re.compile(r"^(\d{20})\.json$")
+# A recent position, rewritten every HINT_INTERVAL records: where a fresh process starts
+# probing for the newest record (see Coordinator.latest_position).
+HINT_NAME = "latest_position.hint"
+HINT_INTERVAL = 32
+_LINEAR_PROBES = 4
 
 
 @dataclass(frozen=True)
@@ -156,19 +164,58 @@ class Coordinator:
     def latest_position(self) -> int:
         """The newest record's position (-1 when there is none).
 
-        From a known position only the next few names are probed (one ``exists`` each);
-        a process that knows nothing yet lists the directory once.
+        Never a listing, whatever the number of records: records are contiguous (each is
+        put at the position after the newest), so from a position known to exist the
+        newest is found by probing names (``exists``). A process that knows nothing yet
+        starts from the hint file, which names a recent position.
         """
         with self._lock:
             known = self._published_through
-        if known is None:
-            positions = [
-                int(m.group(1)) for f in self.fs.list_dir(self.root) if (m := _RECORD.match(f.name))
-            ]
-            known = max(positions, default=-1)
-        while self.fs.exists(self.record_path(known + 1)):
-            known += 1
-        return known
+        return self._newest_from(self._hinted() if known is None else known)
+
+    def _newest_from(self, start: int) -> int:
+        """The newest position, given that ``start`` exists (or is -1): the next few names
+        one by one (the usual case: nothing or one group since), then doubling steps and a
+        bisection, so a far-behind start costs a logarithm of the gap in probes."""
+        low = start
+        for _ in range(_LINEAR_PROBES):
+            if not self.fs.exists(self.record_path(low + 1)):
+                return low
+            low += 1
+        step = 2
+        while self.fs.exists(self.record_path(low + step)):
+            low, step = low + step, step * 2
+        high = low + step  # low exists, high does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.fs.exists(self.record_path(middle)):
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def hint_path(self) -> str:
+        return f"{self.root}/{HINT_NAME}"
+
+    def _hinted(self) -> int:
+        """The position the hint file names (-1 without a readable hint: then probing
+        starts at the first record, still a logarithm of their number)."""
+        try:
+            return int(json.loads(self.fs.read(self.hint_path()))["position"])
+        except FileNotFoundError:
+            return -1
+        except (OSError, ValueError, KeyError, TypeError, TxSqlError):
+            logger.debug("coordinator hint %s unreadable; ignored", self.hint_path())
+            return -1
+
+    def _write_hint(self, position: int) -> None:
+        """Best effort: a hint only ever names a record that exists (records are never
+        deleted), so a lost or stale hint costs probes, never correctness; the write
+        replaces the file whole (temp file and rename locally, one PUT on object stores)."""
+        try:
+            self.fs.write(self.hint_path(), json.dumps({"position": position}).encode())
+        except Exception:
+            logger.debug("could not write coordinator hint %s", self.hint_path(), exc_info=True)
 
     def read(self, position: int) -> GroupRecord:
         path = self.record_path(position)
@@ -180,6 +227,8 @@ class Coordinator:
             self.fs.write_if_absent(self.record_path(record.position), record.encode())
         except FileExistsError:
             return False
+        if record.position > 0 and record.position % HINT_INTERVAL == 0:
+            self._write_hint(record.position)
         return True
 
     def published_through(self) -> int | None:

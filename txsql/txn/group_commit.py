@@ -308,7 +308,9 @@ def remove_staged(m: GroupMember, version: int, published: bool) -> None:
         remove_published_staged(store, version)
     else:
         assert m.participant is not None
-        _delete_quietly(m, [*m.superseded, m.participant.staged_commit])
+        for name in [*m.superseded, m.participant.staged_commit]:
+            _delete_quietly(m, [name])
+            crash_point("mtx_cleanup")  # the same kill point as the sweep's
 
 
 def commit_together(

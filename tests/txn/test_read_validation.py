@@ -20,7 +20,15 @@ from pathlib import Path
 import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
+from tests.txn.test_group_commit import ENROLLED, make_table, writer
 from tests.txn.test_transfers import ROOT_DIR, child_env, latest_version
+from txsql.errors import ConcurrentAppendError
+from txsql.log.deltalog import DeltaLog
+from txsql.log.predicates import TRUE
+from txsql.txn.coordinator import Coordinator, GroupRecord
+from txsql.txn.isolation import IsolationLevel
+from txsql.txn.read_validation import ReadCheck
+from txsql.txn.transaction import Transaction, commit_together
 
 ROUNDS = 12
 
@@ -82,3 +90,56 @@ def test_write_skew_across_tables_is_allowed_at_write_serializable(tmp_path: Pat
     warehouse, outcomes = run_rounds(tmp_path, "WRITESERIALIZABLE")
     assert all(o["committed"] for o in outcomes), "WriteSerializable does not validate reads"
     assert len(rows_of(warehouse / "a")) == len(rows_of(warehouse / "b")) == ROUNDS
+
+
+# --- in one process: a group's read check at the position it ratifies at ---------------
+
+
+def reading(log: DeltaLog) -> ReadCheck:
+    """A Serializable reader of all of ``log``'s table (SELECT * at its newest version)."""
+    reader = Transaction(log, isolation=IsolationLevel.SERIALIZABLE)
+    snapshot = reader.snapshot()
+    assert snapshot is not None
+    reader.record_scan(TRUE, snapshot.files)
+    return ReadCheck(reader, log.table_root.rpartition("/")[2])
+
+
+def test_a_group_ratified_first_at_our_position_is_validated_before_we_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A two-table group that read ``c`` loses its first put to a group appending to ``c``
+    (put at the same position in between our check and our put): the retry checks the
+    winner and fails naming ``c``; ``a`` and ``b`` stay at version 0."""
+    a, b, c = (make_table(tmp_path, name, ENROLLED) for name in ("a", "b", "c"))
+    check = reading(c)
+    ratify = Coordinator.ratify
+    raced: list[bool] = []
+
+    def a_winner_first(self: Coordinator, record: GroupRecord) -> bool:
+        if not raced:
+            raced.append(True)
+            other = writer(c, "winner")
+            other.commit("WRITE")  # takes record.position, appending to c
+        return ratify(self, record)
+
+    monkeypatch.setattr(Coordinator, "ratify", a_winner_first)
+    ta, tb = writer(a, "fa"), writer(b, "fb")
+    entries = [(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))]
+    with pytest.raises(ConcurrentAppendError, match="table c, read by this Serializable"):
+        commit_together(entries, ["a", "b"], reads=[check])
+    assert check.atomic, "c is enrolled in the group's coordinator"
+    assert [a.latest_version(), b.latest_version(), c.latest_version()] == [0, 0, 1]
+    assert [ta.state, tb.state] == ["failed", "failed"]
+
+
+def test_a_read_table_outside_the_coordinator_is_checked_before_and_says_so(
+    tmp_path: Path,
+) -> None:
+    a, plain = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "plain")
+    check = reading(plain)
+    writer(plain, "meanwhile").commit("WRITE")
+    ta = writer(a, "fa")
+    with pytest.raises(ConcurrentAppendError) as error:
+        ta.commit("WRITE", reads=[check])
+    assert not check.atomic and "validated atomically" in error.value.hint
+    assert a.latest_version() == 0

@@ -38,7 +38,9 @@ Where txsql differs from Databricks' documented table:
   "cannot conflict"): stricter, so trivially serializable.
 
 Cost: the four settings share two base tables, copied per race; races whose texts
-coincide across settings (e.g. OPTIMIZE vs INSERT in both one-file settings) run once.
+coincide across settings (e.g. OPTIMIZE vs INSERT in both one-file settings) run once, and
+theirs' statement runs once per layout and text, its commit copied into each of its races
+(21 statements instead of 156; ours still runs and commits in every race).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import pytest
 
 from txsql.teaching import SETTINGS, STATEMENTS, ConflictMatrix, Setting, conflict_matrix
 from txsql.teaching.matrix import databricks, delta_oss
-from txsql.teaching.races import RaceTrack
+from txsql.teaching.races import THEIR_NEW_ID, RaceTrack
 
 COLUMNS = ("INSERT", "UPDATE", "DELETE", "MERGE", "OPTIMIZE", "ZORDER", "REORG")
 
@@ -103,7 +105,7 @@ def parse(table: str) -> dict[tuple[str, str], str]:
 
 
 @pytest.fixture(scope="module")
-def matrix(spark: Any) -> ConflictMatrix:
+def raced(spark: Any) -> tuple[ConflictMatrix, RaceTrack]:
     track = RaceTrack(spark)
     try:
         write_serializable = conflict_matrix(spark, levels=("WriteSerializable",), track=track)
@@ -112,7 +114,12 @@ def matrix(spark: Any) -> ConflictMatrix:
         )
     finally:
         track.close()
-    return ConflictMatrix(write_serializable.cells + serializable.cells)
+    return ConflictMatrix(write_serializable.cells + serializable.cells), track
+
+
+@pytest.fixture(scope="module")
+def matrix(raced: tuple[ConflictMatrix, RaceTrack]) -> ConflictMatrix:
+    return raced[0]
 
 
 @pytest.mark.spark
@@ -146,6 +153,20 @@ def test_where_txsql_goes_beyond_databricks(matrix: ConflictMatrix) -> None:
     for name in ("one file, same row", same_partition):
         expected |= {(name, "Serializable", o, "INSERT") for o in DML}
     assert beyond == expected
+
+
+@pytest.mark.spark
+def test_theirs_runs_once_per_layout_and_text(raced: tuple[ConflictMatrix, RaceTrack]) -> None:
+    """Theirs starts from the base table whatever ours staged, so its commit is made once
+    and copied into every race of that column (each cell still commits ours on top)."""
+    matrix, track = raced
+    their_texts = {
+        (c.setting.layout, STATEMENTS[c.theirs].text("{t}", c.setting.their_key, THEIR_NEW_ID))
+        for c in matrix.cells
+    }
+    assert set(track.commits) == their_texts
+    assert len(their_texts) == 21  # of 156 distinct races
+    assert track.copies == len(track.cache) + len(their_texts)
 
 
 @pytest.mark.spark

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import SchemaError, TableNotEnrolledError, TransactionError
+from txsql.log import properties
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
@@ -29,6 +30,7 @@ from txsql.txn.conflicts import RowPredicateChecker
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
+from txsql.txn.read_validation import ReadCheck
 from txsql.txn.result import CommitResult
 from txsql.txn.transaction import Transaction
 
@@ -86,6 +88,8 @@ class StatementFrame:
     autocommit: list[Transaction] = field(default_factory=list)
     token: contextvars.Token[WrittenFiles | None] | None = None
     read_points: ReadPoints = field(default_factory=dict)  # one read across tables
+    # Serializable writes only: the other tables the statement read, each pinned.
+    reads: dict[str, Transaction] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -230,21 +234,30 @@ class RunContext:
                 )
             )
             return None
-        committed = txn.commit(operation, parameters, metrics)
+        committed = txn.commit(operation, parameters, metrics, reads=self._statement_reads(txn))
         if self.app is not None:
             self.app.committed(txn, committed)
         return committed
 
-    def read_transaction(self, log: DeltaLog) -> Transaction | None:
-        """Inside BEGIN: the transaction a read of ``log``'s table joins (None outside).
+    def read_transaction(
+        self, log: DeltaLog, writer: Transaction | None = None
+    ) -> Transaction | None:
+        """The transaction a read of ``log``'s table joins, or None.
 
-        The written table's reads join the writing transaction; any other table (or
-        every table before the first write) gets one pinned at its first read. COMMIT
-        validates the written table's reads; under Serializable the others' too.
+        Inside BEGIN, the written table's reads join the writing transaction; any other
+        table (or every table before the first write) gets one pinned at its first read.
+        COMMIT validates the written table's reads; under Serializable the others' too.
+        Outside BEGIN, a statement writing a Serializable table (``writer``) pins each
+        other table it reads the same way, and its commit validates them.
         """
         explicit = self.explicit
         if explicit is None:
-            return None
+            if writer is None or not _writes_serializable(writer) or not self._frames:
+                return None
+            reads = self._frames[-1].reads
+            if log.table_root not in reads:
+                reads[log.table_root] = self._new_transaction(log, None)
+            return reads[log.table_root]
         writer = explicit.writers.get(log.table_root)
         if writer is not None:
             return writer
@@ -252,6 +265,18 @@ class RunContext:
         if reader is None:
             reader = explicit.reads[log.table_root] = self._new_transaction(log, explicit.isolation)
         return reader
+
+    def _statement_reads(self, txn: Transaction) -> list[ReadCheck]:
+        """The checks of the other tables an autocommit statement writing ``txn`` read
+        (recorded only when it writes a Serializable table, see :meth:`read_transaction`)."""
+        if not self._frames:
+            return []
+        reads = self._frames[-1].reads
+        return [
+            ReadCheck(reader, self.label(root))
+            for root, reader in reads.items()
+            if root != txn.table_root
+        ]
 
     def snapshot(self, ref: TableRef) -> Snapshot:
         """The snapshot a read of ``ref`` sees: staged writes included inside BEGIN."""
@@ -284,3 +309,12 @@ class RunContext:
         txn.row_predicate_checker = self.hooks.row_checker(self.spark, txn)
         txn.read_points = self._read_points()
         return txn
+
+
+def _writes_serializable(writer: Transaction) -> bool:
+    """Whether ``writer`` commits at Serializable, by its table's level or the one asked
+    for (known before it stages anything, unlike ``Transaction.isolation_level``)."""
+    snapshot = writer.snapshot()
+    table = properties.isolation_level(snapshot.configuration if snapshot else {})
+    serializable = IsolationLevel.SERIALIZABLE
+    return IsolationLevel.parse(table) is serializable or writer.requested_isolation is serializable

@@ -147,7 +147,7 @@ def read_snapshot(
         log = ctx.catalog.existing_log(ref)
         reader = txn if txn is not None and log.table_root == txn.table_root else None
         # Inside BEGIN every read is pinned, also before the first write binds the table.
-        reader = reader or ctx.read_transaction(log)
+        reader = reader or ctx.read_transaction(log, writer=txn)
         if reader is not None:
             snapshot = reader.current_snapshot()
             assert snapshot is not None

@@ -6,13 +6,13 @@ Small by default; TXSQL_S3_APPENDS raises the number of appends per writer.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import multiprocessing.synchronize
 import os
 
 import pytest
 
 from tests.storage.moto_s3 import MotoS3
+from tests.txn.processes import run_together
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.transaction import Transaction
@@ -48,15 +48,7 @@ def test_two_processes_commit_concurrently_on_s3(moto_s3: MotoS3, s3_bucket: str
         txn.stage([Protocol(1, 2), Metadata(id="mp", schema_string=SCHEMA)])
         txn.commit("CREATE TABLE")
 
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Event()
-    writers = [ctx.Process(target=_append, args=(location, options, w, start)) for w in (1, 2)]
-    for p in writers:
-        p.start()
-    start.set()
-    for p in writers:
-        p.join(timeout=300)
-        assert p.exitcode == 0
+    run_together(_append, [(location, options, w) for w in (1, 2)], timeout=300)
 
     total = 2 * APPENDS
     assert log.store.list_commits() == list(range(total + 1)), "contiguous versions"

@@ -18,29 +18,18 @@ from pathlib import Path
 import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
+from tests.txn import processes
 from tests.txn.multi_crash_writer import TABLES
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
 STAGED = ["mtx_staged_1", "mtx_staged_2", "mtx_staged_3"]
 # Phases after which the group is ratified, with the tables already published at the kill.
 RATIFIED = {"mtx_ratified": 0, "mtx_published_1": 1, "mtx_published_2": 2, "mtx_cleanup": 3}
 
 
 def run_child(warehouse: Path, mode: str, crash_at: str | None = None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "TXSQL_CRASH_AT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT_DIR), env.get("PYTHONPATH", "")])
-    if crash_at:
-        env["TXSQL_CRASH_AT"] = crash_at
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.txn.multi_crash_writer", str(warehouse), mode],
-        cwd=ROOT_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return processes.run_child(
+        "tests.txn.multi_crash_writer", str(warehouse), mode, crash_at=crash_at
     )
-    assert done.returncode in (0, -signal.SIGKILL), done.stderr
-    return done.returncode
 
 
 def latest_version(table: Path) -> int:
@@ -100,11 +89,12 @@ def test_concurrent_groups_all_land_whole(tmp_path: Path) -> None:
     groups land in every table and the amounts still sum to 300."""
     warehouse = tmp_path / "wh"
     assert run_child(warehouse, "create") == 0
-    env = {k: v for k, v in os.environ.items() if k != "TXSQL_CRASH_AT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT_DIR), env.get("PYTHONPATH", "")])
+    env = processes.child_env()
     command = [sys.executable, "-m", "tests.txn.multi_crash_writer", str(warehouse), "transfers"]
     children = [
-        subprocess.Popen(command, cwd=ROOT_DIR, env=env, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            command, cwd=processes.ROOT_DIR, env=env, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(3)
     ]
     for child in children:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
+import multiprocessing.synchronize
 import os
 from pathlib import Path
 
@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.txn.processes import run_together
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.transaction import Transaction
@@ -54,15 +55,7 @@ def test_two_processes_append_200_times_each(tmp_path: Path) -> None:
         txn.stage([Protocol(1, 2), Metadata(id="mp", schema_string=json.dumps(SCHEMA))])
         txn.commit("CREATE TABLE")
 
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Event()
-    writers = [ctx.Process(target=_append_many, args=(root, w, start)) for w in (1, 2)]
-    for p in writers:
-        p.start()
-    start.set()
-    for p in writers:
-        p.join(timeout=600)
-        assert p.exitcode == 0
+    run_together(_append_many, [(root, w) for w in (1, 2)], timeout=600)
 
     total = 2 * APPENDS_PER_WRITER
     assert log.store.list_commits() == list(range(total + 1)), "contiguous versions 0..400"

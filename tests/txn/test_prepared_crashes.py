@@ -10,35 +10,21 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
+from tests.txn import processes
 from tests.txn.multi_crash_writer import TABLES
 from txsql import Session
 from txsql.errors import PreparedTransactionNotFoundError, PreparedTransactionRolledBackError
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
-
 
 def run_child(warehouse: Path, *args: str, crash_at: str | None = None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "TXSQL_CRASH_AT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT_DIR), env.get("PYTHONPATH", "")])
-    if crash_at:
-        env["TXSQL_CRASH_AT"] = crash_at
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.txn.prepared_crash_writer", str(warehouse), *args],
-        cwd=ROOT_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return processes.run_child(
+        "tests.txn.prepared_crash_writer", str(warehouse), *args, crash_at=crash_at
     )
-    assert done.returncode in (0, -signal.SIGKILL), done.stderr
-    return done.returncode
 
 
 def latest_version(table: Path) -> int:

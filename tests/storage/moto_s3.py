@@ -1,16 +1,20 @@
 """A real S3 API on 127.0.0.1 for tests: moto's server, plus a fake that misbehaves.
 
 ``MotoS3`` runs ``moto.server.ThreadedMotoServer`` on a free port and logs its requests
-to a file. ``MisbehavingS3`` is a small HTTP proxy in front of it that either drops the
+to a file; ``MotoS3Process`` runs the same server as its own process (logging to a file
+too). ``MisbehavingS3`` is a small HTTP proxy in front of it that either drops the
 ``If-None-Match`` header (a store that ignores conditional writes, like some older
 S3-compatible servers) or answers every request with S3's wrong-region error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import logging
 import socket
+import subprocess
+import sys
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,20 +33,22 @@ def free_port() -> int:
 
 
 class MotoS3:
-    """moto's S3 server on 127.0.0.1; ``options(bucket)`` are txsql storage_options."""
+    """moto's S3 server on 127.0.0.1, as a thread of this process; ``options(bucket)`` are
+    txsql storage_options."""
 
     def __init__(self, log_file: Path) -> None:
-        from moto.server import ThreadedMotoServer
-
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._handler = logging.FileHandler(log_file)
+        self._log_file = log_file
+
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self._handler = logging.FileHandler(self._log_file)
         werkzeug = logging.getLogger("werkzeug")
         werkzeug.addHandler(self._handler)
         werkzeug.propagate = False
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-
-    def start(self) -> None:
         self._server.start()
 
     def stop(self) -> None:
@@ -69,8 +75,8 @@ class MotoS3:
         return name
 
     def keys(self, bucket: str) -> list[str]:
-        listed = self.client().list_objects_v2(Bucket=bucket)
-        return sorted(o["Key"] for o in listed.get("Contents", []))
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+        return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
 
     def options(self, endpoint: str | None = None) -> dict[str, str]:
         return {
@@ -80,6 +86,42 @@ class MotoS3:
             "secret_access_key": SECRET_KEY,
             "max_retries": "1",
             "retry_timeout": "5",
+        }
+
+
+class MotoS3Process(MotoS3):
+    """``python -m moto.server`` as its own process, for clients that hold this process's
+    GIL while they wait on a reply (deltalake's query engine does): a server thread here
+    would never answer them."""
+
+    def start(self) -> None:
+        self._log = self._log_file.open("w")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        while True:  # ready once it accepts a connection (or dead: fail, do not hang)
+            assert self._process.poll() is None, self._log_file.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._process.wait(timeout=0.1)  # a pause that notices a dead server
+
+    def stop(self) -> None:
+        self._process.terminate()
+        self._process.wait(timeout=30)
+        self._log.close()
+
+    def env(self) -> dict[str, str]:
+        """The ``AWS_*`` variables that point a child process's S3 clients here."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
         }
 
 

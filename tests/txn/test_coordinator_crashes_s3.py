@@ -15,114 +15,41 @@ bucket made with boto3 after each step.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from tests.interop.readers import duckdb_rows
-from tests.storage.moto_s3 import ACCESS_KEY, REGION, SECRET_KEY, free_port
+from tests.storage.moto_s3 import MotoS3Process
+from tests.txn import processes
 from tests.txn.multi_crash_writer import TABLES
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
 STAGED = ["mtx_staged_1", "mtx_staged_3"]
 # Phases after which the group is ratified, with the tables already published at the kill.
 RATIFIED = {"mtx_ratified": 0, "mtx_published_1": 1, "mtx_cleanup": 3}
 
 
-class MotoProcess:
-    """``python -m moto.server`` on a free port of 127.0.0.1, logging to ``log_file``."""
-
-    def __init__(self, log_file: Path) -> None:
-        port = free_port()
-        self.endpoint = f"http://127.0.0.1:{port}"
-        self._log = log_file.open("w")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        while True:  # ready once it accepts a connection (or dead: fail, do not hang)
-            assert self._process.poll() is None, log_file.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._process.wait(timeout=0.1)  # a pause that notices a dead server
-
-    def stop(self) -> None:
-        self._process.terminate()
-        self._process.wait(timeout=30)
-        self._log.close()
-
-    def client(self) -> Any:
-        import boto3
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-            region_name=REGION,
-        )
-
-    def new_bucket(self) -> str:
-        name = f"b-{os.urandom(6).hex()}"
-        self.client().create_bucket(Bucket=name)
-        return name
-
-    def keys(self, bucket: str) -> list[str]:
-        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
-        return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
-
-
 @pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoProcess]:
-    server = MotoProcess(tmp_path_factory.mktemp("moto") / "moto-s3.log")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3Process]:
+    server = MotoS3Process(tmp_path_factory.mktemp("moto") / "moto-s3.log")
+    server.start()
     yield server
     server.stop()
 
 
-def store_env(moto: MotoProcess) -> dict[str, str]:
-    return {
-        "AWS_ENDPOINT_URL": moto.endpoint,
-        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-        "AWS_REGION": REGION,
-    }
-
-
-def run_child(moto: MotoProcess, warehouse: str, mode: str, crash_at: str | None = None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "TXSQL_CRASH_AT"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT_DIR), env.get("PYTHONPATH", "")])
-    env.update(store_env(moto))
-    if crash_at:
-        env["TXSQL_CRASH_AT"] = crash_at
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.txn.s3_crash_writer", warehouse, mode],
-        cwd=ROOT_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+def run_child(moto: MotoS3Process, warehouse: str, mode: str, crash_at: str | None = None) -> int:
+    return processes.run_child(
+        "tests.txn.s3_crash_writer", warehouse, mode, crash_at=crash_at, env=moto.env()
     )
-    assert done.returncode in (0, -signal.SIGKILL), done.stderr
-    return done.returncode
 
 
 class Bucket:
     """What the outside readers see of ``s3://<name>/wh``."""
 
-    def __init__(self, moto: MotoProcess, name: str, mirror: Path) -> None:
+    def __init__(self, moto: MotoS3Process, name: str, mirror: Path) -> None:
         self.moto, self.name, self.mirror = moto, name, mirror
 
     def latest_version(self, table: str) -> int:
@@ -131,7 +58,7 @@ class Bucket:
         return max(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json"))
 
     def deltalake_rows(self, table: str, version: int) -> list[tuple[int, int]]:
-        options = {**store_env(self.moto), "AWS_ALLOW_HTTP": "true"}
+        options = {**self.moto.env(), "AWS_ALLOW_HTTP": "true"}
         delta = DeltaTable(f"s3://{self.name}/wh/{table}", version=version, storage_options=options)
         result = QueryBuilder().register("t", delta).execute("SELECT id, amount FROM t").read_all()
         return sorted(zip(result.column(0).to_pylist(), result.column(1).to_pylist()))
@@ -156,7 +83,7 @@ class Bucket:
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", [*STAGED, *RATIFIED])
 def test_a_killed_group_on_s3_is_all_or_nothing(
-    moto: MotoProcess, tmp_path: Path, phase: str
+    moto: MotoS3Process, tmp_path: Path, phase: str
 ) -> None:
     bucket = Bucket(moto, moto.new_bucket(), tmp_path / "mirror")
     warehouse = f"s3://{bucket.name}/wh"

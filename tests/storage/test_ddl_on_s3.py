@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 import txsql
 from tests.storage.moto_s3 import MotoS3
 from txsql.errors import SchemaNotEmptyError
-from txsql.storage.factory import configure_storage, storage_context
 
 pytestmark = [pytest.mark.spark]
-
-
-@pytest.fixture()
-def s3_session(spark: Any, moto_s3: MotoS3, s3_bucket: str) -> Iterator[txsql.Session]:
-    before = storage_context()
-    try:
-        yield txsql.Session(
-            spark, warehouse=f"s3://{s3_bucket}/wh", storage_options=moto_s3.options()
-        )
-    finally:
-        configure_storage(before.storage_options, before.hadoop_conf, before.spark_schemes)
 
 
 def test_schema_rename_truncate_drop_on_s3(

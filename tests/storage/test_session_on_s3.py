@@ -7,7 +7,6 @@ the table unchanged; CREATE, the catalog, DESCRIBE HISTORY and VACUUM run for re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,21 +16,9 @@ from tests.storage.moto_s3 import MotoS3
 from txsql.errors import TableExistsError, UnsupportedStorageError
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.operations.vacuum import CHECK_CONF
-from txsql.storage.factory import configure_storage, storage_context
 from txsql.storage.leftovers import STAGING_WINDOW_ENV
 
 pytestmark = [pytest.mark.spark]
-
-
-@pytest.fixture()
-def s3_session(spark: Any, moto_s3: MotoS3, s3_bucket: str) -> Iterator[txsql.Session]:
-    before = storage_context()
-    try:
-        yield txsql.Session(
-            spark, warehouse=f"s3://{s3_bucket}/wh", storage_options=moto_s3.options()
-        )
-    finally:
-        configure_storage(before.storage_options, before.hadoop_conf, before.spark_schemes)
 
 
 def test_create_catalog_history_on_s3(

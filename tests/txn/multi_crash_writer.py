@@ -8,8 +8,9 @@ sum to zero (-10, +4, +6), so the sum over all tables stays 300 after a whole gr
 ``... touch``: a later txsql access: one single-table commit to t0 through the
 coordinator (row id 2, amount 0), which first rolls forward whatever a crash left.
 
-Data files are written with pyarrow and synced. ``TXSQL_CRASH_AT`` kills the process at a
-phase (``mtx_staged_<k>``, ``mtx_ratified``, ``mtx_published_<k>``, ``mtx_cleanup``).
+Data files are written with pyarrow and synced (``s3_crash_writer`` passes a writer for
+object stores). ``TXSQL_CRASH_AT`` kills the process at a phase (``mtx_staged_<k>``,
+``mtx_ratified``, ``mtx_published_<k>``, ``mtx_cleanup``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +41,8 @@ SCHEMA = json.dumps(
     }
 )
 TRANSFER = {"t0": -10, "t1": 4, "t2": 6}
+# Writes one data file of the row (id, amount) into the log's table; returns its add.
+DataFile = Callable[[DeltaLog, int, int], AddFile]
 
 
 def data_file(log: DeltaLog, row_id: int, amount: int) -> AddFile:
@@ -54,7 +58,7 @@ def data_file(log: DeltaLog, row_id: int, amount: int) -> AddFile:
     return AddFile(name, {}, os.path.getsize(path), 0, stats=stats)
 
 
-def create(warehouse: str) -> None:
+def create(warehouse: str, write: DataFile = data_file) -> None:
     for name in TABLES:
         log = DeltaLog.for_path(f"{warehouse}/{name}")
         metadata = Metadata(
@@ -64,15 +68,15 @@ def create(warehouse: str) -> None:
         )
         with Transaction(log) as txn:
             txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
-            txn.stage([data_file(log, 0, 100)])
+            txn.stage([write(log, 0, 100)])
             txn.commit("CREATE TABLE")
 
 
-def transfer(warehouse: str) -> None:
+def transfer(warehouse: str, write: DataFile = data_file) -> None:
     entries = []
     for name in TABLES:
         txn = Transaction(DeltaLog.for_path(f"{warehouse}/{name}"))
-        txn.stage([data_file(txn.log, 1, TRANSFER[name])])
+        txn.stage([write(txn.log, 1, TRANSFER[name])])
         entries.append((txn, txn.commit_loop("WRITE")))
     commit_together(entries, list(TABLES))
 
@@ -83,9 +87,9 @@ def transfers(warehouse: str) -> None:
         transfer(warehouse)
 
 
-def touch(warehouse: str) -> None:
+def touch(warehouse: str, write: DataFile = data_file) -> None:
     txn = Transaction(DeltaLog.for_path(f"{warehouse}/t0"))
-    txn.stage([data_file(txn.log, 2, 0)])
+    txn.stage([write(txn.log, 2, 0)])
     txn.commit("WRITE")
 
 

@@ -152,3 +152,35 @@ def test_the_cap_assumes_the_smallest_file_pieces_spark_can_cut(
     files = [AddFile(f"f{i}", {}, 10 * piece, 0) for i in range(2)]
     session: Any = _Session(settings)
     assert few_rows._cap(session, files) == 1_000_000 // 20
+
+
+@pytest.mark.parametrize(
+    ("master", "cores"), [("local", 1), ("local[2]", 2), ("local[3, 4]", 3), ("yarn", None)]
+)
+def test_a_known_parallelism_makes_big_files_few_tasks(master: str, cores: int | None) -> None:
+    """Spark divides the bytes by the parallelism: two 88 MB files on local[2] are two
+    pieces of ~92 MB, two tasks (not 44 of 4 MB); unknown, the 4 MB floor stays."""
+    from txsql.log.actions import AddFile
+
+    files = [AddFile(f"f{i}", {}, 88 << 20, 0) for i in range(2)]
+    expected = {1: 2, 2: 2, 3: 4, None: 44}[cores]  # local[3]: pieces of ~61 MB
+    assert few_rows.most_tasks(_Session({"spark.master": master}), files) == expected  # type: ignore[arg-type]
+    settings = {"spark.master": master, "spark.default.parallelism": "8"}
+    assert few_rows.most_tasks(_Session(settings), files) == 8  # type: ignore[arg-type]
+
+
+def test_the_bound_holds_for_the_scans_spark_plans(spark: Any, tmp_path: Path) -> None:
+    """Oracle: Spark's own partitioning of real files, at several split settings."""
+    from txsql.log.actions import AddFile
+
+    out = str(tmp_path / "p")
+    spark.range(0, 600_000, numPartitions=3).selectExpr("id", "uuid() AS u").write.parquet(out)
+    paths = sorted(str(p) for p in Path(out).glob("*.parquet"))
+    files = [AddFile(p, {}, Path(p).stat().st_size, 0) for p in paths]
+    for max_bytes in ("128m", "4m", "1m"):
+        spark.conf.set("spark.sql.files.maxPartitionBytes", max_bytes)
+        try:
+            planned = spark.read.parquet(*paths).rdd.getNumPartitions()
+            assert planned <= few_rows.most_tasks(spark, files), max_bytes
+        finally:
+            spark.conf.unset("spark.sql.files.maxPartitionBytes")

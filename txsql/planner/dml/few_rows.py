@@ -26,6 +26,7 @@ packs pieces together, so the driver never holds more than ``DIRECT_ROWS`` pairs
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Sequence
@@ -56,6 +57,12 @@ _TOO_MANY = "txsql: more matched rows than one direct collection holds"
 _SPLIT_SETTINGS = (
     ("spark.sql.files.maxPartitionBytes", 128 << 20),
     ("spark.sql.files.openCostInBytes", 4 << 20),
+)
+# What Spark divides a scan's bytes by, first set wins (FilePartition.maxSplitBytes).
+_PARALLELISM_SETTINGS = (
+    "spark.sql.files.minPartitionNum",
+    "spark.sql.leafNodeDefaultParallelism",
+    "spark.default.parallelism",
 )
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _ROW_BITS = 32  # an UPDATE key is crc32(file) << 32 | row index
@@ -157,11 +164,52 @@ def _crc_sql(file_column: str) -> str:
 
 def _cap(spark: SparkSession, files: Sequence[AddFile]) -> int:
     """Matched rows one task may hand to the driver: ``DIRECT_ROWS`` over the most tasks a
-    scan of ``files`` can have (Spark's file pieces are never smaller than the smaller of
-    its two split settings)."""
-    piece = min(_bytes_setting(spark, name, default) for name, default in _SPLIT_SETTINGS)
-    tasks = sum(max(1, -(-f.size // piece)) for f in files)
-    return max(1, dv_writes.DIRECT_ROWS // tasks)
+    scan of ``files`` can have."""
+    return max(1, dv_writes.DIRECT_ROWS // most_tasks(spark, files))
+
+
+def most_tasks(spark: SparkSession, files: Sequence[AddFile]) -> int:
+    """An upper bound of the tasks of a Spark scan of ``files``.
+
+    Spark cuts files into pieces of ``min(maxPartitionBytes, max(openCostInBytes, bytes /
+    parallelism))`` (``FilePartition.maxSplitBytes``, bytes counting each file's open
+    cost). With the parallelism unknown, pieces are never smaller than the smaller of the
+    two settings; known (or bounded from above), two 88 MB files on ``local[2]`` are two
+    tasks, not 44, so an UPDATE of 200k rows in them needs no second job.
+    """
+    max_piece, open_cost = (_bytes_setting(spark, n, default) for n, default in _SPLIT_SETTINGS)
+    piece = min(max_piece, open_cost)
+    parallelism = _most_parallelism(spark)
+    if parallelism is not None:
+        per_core = sum(f.size + open_cost for f in files) // parallelism
+        piece = min(max_piece, max(open_cost, per_core))
+    return sum(max(1, -(-f.size // piece)) for f in files)
+
+
+def _most_parallelism(spark: SparkSession) -> int | None:
+    """An upper bound of the parallelism Spark divides a scan's bytes by, or None.
+
+    In Spark's order: ``spark.sql.files.minPartitionNum``, the leaf-node default, the
+    default parallelism, else a local master's cores (``local[*]``: this machine's, only
+    when the driver is this process, not a Spark Connect server's)."""
+    for name in _PARALLELISM_SETTINGS:
+        text = (spark.conf.get(name, None) or "").strip()
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+    try:
+        master = (spark.conf.get("spark.master", None) or "").strip()
+    except Exception:  # a Spark Connect server may not say
+        return None
+    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master)
+    if match is None:
+        return None
+    cores = match.group(1)
+    if cores is None:
+        return 1
+    if cores != "*":
+        return max(1, int(cores))
+    connect = type(spark).__module__.startswith("pyspark.sql.connect")
+    return None if connect else os.cpu_count()
 
 
 def _bytes_setting(spark: SparkSession, name: str, default: int) -> int:

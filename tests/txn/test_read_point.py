@@ -28,6 +28,25 @@ def group(logs: list[DeltaLog], name: str) -> None:
     commit_together(entries, [log.table_root for log in logs])
 
 
+class Stopped(Exception):
+    pass
+
+
+def group_stopped_at(logs: list[DeltaLog], module: str, point: str, monkeypatch: Any) -> None:
+    """Commit a group whose writer stops at crash point ``point`` of ``module`` (as if it
+    died, or were paused, right there)."""
+
+    def stop_there(name: str) -> None:
+        if name == point:
+            raise Stopped
+        crash_point(name)
+
+    monkeypatch.setattr(f"{module}.crash_point", stop_there)
+    with contextlib.suppress(Stopped):
+        group(logs, "g1")
+    monkeypatch.undo()
+
+
 def test_a_group_after_the_read_point_is_hidden_in_every_table(tmp_path: Path) -> None:
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
     points: ReadPoints = {}
@@ -50,18 +69,7 @@ def test_a_half_published_group_is_hidden_until_it_is_whole(
     points: ReadPoints = {}
     assert snapshot_at_read_point(points, b).version == 0
 
-    class Stopped(Exception):
-        pass
-
-    def stop_after_first_publish(name: str) -> None:
-        if name == "mtx_published_1":
-            raise Stopped
-        crash_point(name)
-
-    monkeypatch.setattr("txsql.txn.coordinator.crash_point", stop_after_first_publish)
-    with contextlib.suppress(Stopped):  # as if the writer died right there
-        group([a, b], "g1")
-    monkeypatch.undo()
+    group_stopped_at([a, b], "txsql.txn.coordinator", "mtx_published_1", monkeypatch)
     published = [t.latest_version() for t in (a, b)]
     assert sorted(published) == [0, 1]  # exactly one table published
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [0, 0]
@@ -75,18 +83,7 @@ def test_a_group_ratified_before_the_read_point_is_seen_whole(
     seen before the point (found by the concurrent test below: half a transfer)."""
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
 
-    class Stopped(Exception):
-        pass
-
-    def stop_after_ratify(name: str) -> None:
-        if name == "mtx_ratified":
-            raise Stopped
-        crash_point(name)
-
-    monkeypatch.setattr("txsql.txn.group_commit.crash_point", stop_after_ratify)
-    with contextlib.suppress(Stopped):  # as if the writer were paused right there
-        group([a, b], "g1")
-    monkeypatch.undo()
+    group_stopped_at([a, b], "txsql.txn.group_commit", "mtx_ratified", monkeypatch)
     assert [a.latest_version(), b.latest_version()] == [0, 0], "ratified, not published"
     points: ReadPoints = {}
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [1, 1]

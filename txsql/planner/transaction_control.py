@@ -123,7 +123,7 @@ def abort(explicit: ExplicitTransaction | None, error: BaseException, text: str)
         txn.abort()  # drop its staged actions now: nothing can commit them
 
 
-def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> list[ReadCheck]:
+def validate_other_reads(ctx: RunContext, explicit: ExplicitTransaction) -> list[ReadCheck]:
     """Serializable across tables: the checks of each table read but not written.
 
     The written table is validated by its commit loop. Under Serializable (asked for with
@@ -141,20 +141,12 @@ def validate_other_reads(explicit: ExplicitTransaction, warehouse: str) -> list[
     others = [r for root, r in explicit.reads.items() if root not in writers]
     if not serializable or (not writers and len(others) < 2):
         return []
-    checks = [ReadCheck(reader, _table_label(reader.table_root, warehouse)) for reader in others]
+    checks = [ReadCheck(reader, ctx.label(reader.table_root)) for reader in others]
     if not writers:
         for check in checks:
             check.run()
         return []
     return checks
-
-
-def _table_label(root: str, warehouse: str) -> str:
-    """``name`` for a warehouse table, ``delta.`path``` otherwise (as users wrote it)."""
-    parent, _, name = root.rstrip("/").rpartition("/")
-    if parent.removeprefix("file:") == warehouse.rstrip("/"):
-        return name
-    return f"delta.`{root}`"
 
 
 _UNCHANGED = ("the table is unchanged", "nothing was committed")
@@ -205,7 +197,7 @@ def transaction_control(ctx: RunContext, statement: Begin | Commit | Rollback, t
     reads: list[ReadCheck] = []
     if isinstance(statement, Commit):
         try:
-            reads = validate_other_reads(explicit, ctx.catalog.warehouse)
+            reads = validate_other_reads(ctx, explicit)
         except TxSqlError:
             for writer in explicit.writers.values():
                 writer.rollback()  # the COMMIT failed: nothing is written

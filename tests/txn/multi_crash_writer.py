@@ -10,7 +10,9 @@ coordinator (row id 2, amount 0), which first rolls forward whatever a crash lef
 
 Data files are written with pyarrow and synced (``s3_crash_writer`` passes a writer for
 object stores). ``TXSQL_CRASH_AT`` kills the process at a phase (``mtx_staged_<k>``,
-``mtx_ratified``, ``mtx_published_<k>``, ``mtx_cleanup``).
+``mtx_ratified``, ``mtx_published_<k>``, ``mtx_cleanup``). A third argument ``staged``
+makes every participant write a staged commit file (these commits are small enough to ride
+inline in the coordinator record otherwise).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from txsql.log import features
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.durable import sync_files
+from txsql.txn import group_commit
 from txsql.txn.transaction import Transaction, commit_together
 
 TABLES = ("t0", "t1", "t2")
@@ -93,7 +96,14 @@ def touch(warehouse: str, write: DataFile = data_file) -> None:
     txn.commit("WRITE")
 
 
+def choose_commit_form(args: list[str]) -> None:
+    """``staged`` among the arguments: no commit rides inline in a coordinator record."""
+    if "staged" in args:
+        group_commit.INLINE_MAX_BYTES = 0
+
+
 if __name__ == "__main__":
     modes = {"create": create, "transfer": transfer, "transfers": transfers, "touch": touch}
+    choose_commit_form(sys.argv[3:])
     modes[sys.argv[2]](sys.argv[1])
     print("done", flush=True)

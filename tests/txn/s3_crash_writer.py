@@ -6,7 +6,8 @@ three enrolled tables t0, t1, t2 with a row (id 0, amount 100) each; one group a
 row (id 1) whose amounts sum to zero; a later single-table commit to t0 (id 2, amount 0)
 that rolls the coordinator forward. Data files go through txsql's own FileIO, so the store
 is reached with the ``AWS_*`` settings of the environment (the test points them at moto).
-``TXSQL_CRASH_AT`` kills the process at a coordinator phase.
+``TXSQL_CRASH_AT`` kills the process at a coordinator phase; a third argument ``staged``
+writes staged commit files instead of inline commits.
 """
 
 from __future__ import annotations
@@ -30,5 +31,6 @@ if __name__ == "__main__":
         "transfer": multi_crash_writer.transfer,
         "touch": multi_crash_writer.touch,
     }
+    multi_crash_writer.choose_commit_form(sys.argv[3:])
     modes[sys.argv[2]](sys.argv[1], write=store_data_file)
     print("done", flush=True)

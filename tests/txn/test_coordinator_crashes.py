@@ -1,10 +1,12 @@
 """kill -9 a three-table group at every coordinator phase: all participants or none.
 
 A child (``tests.txn.multi_crash_writer``) commits one group over t0, t1, t2 and dies by
-SIGKILL at a phase. Then another process makes one txsql commit to t0 (which rolls the
-coordinator forward). DuckDB and deltalake, which share no code with txsql, must then read
-every table, and the group's row (id 1) is in every table or in none. Before recovery
-they see what the README promises: published tables only (the publish window).
+SIGKILL at a phase, with its commits inline in the coordinator record (as small commits
+are) or written as staged commit files first (as large ones are). Then another process
+makes one txsql commit to t0 (which rolls the coordinator forward). DuckDB and deltalake,
+which share no code with txsql, must then read every table, and the group's row (id 1) is
+in every table or in none. Before recovery they see what the README promises: published
+tables only (the publish window).
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ STAGED = ["mtx_staged_1", "mtx_staged_2", "mtx_staged_3"]
 RATIFIED = {"mtx_ratified": 0, "mtx_published_1": 1, "mtx_published_2": 2, "mtx_cleanup": 3}
 
 
-def run_child(warehouse: Path, mode: str, crash_at: str | None = None) -> int:
+FORMS = ["inline", "staged"]
+
+
+def run_child(warehouse: Path, mode: str, crash_at: str | None = None, form: str = "") -> int:
     return processes.run_child(
-        "tests.txn.multi_crash_writer", str(warehouse), mode, crash_at=crash_at
+        "tests.txn.multi_crash_writer", str(warehouse), mode, form, crash_at=crash_at
     )
 
 
@@ -48,11 +53,12 @@ def ids_seen(table: Path) -> dict[str, list[tuple[int, int]]]:
     }
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("phase", [*STAGED, *RATIFIED])
-def test_a_killed_group_is_all_or_nothing(tmp_path: Path, phase: str) -> None:
+def test_a_killed_group_is_all_or_nothing(tmp_path: Path, phase: str, form: str) -> None:
     warehouse = tmp_path / "wh"
     assert run_child(warehouse, "create") == 0
-    assert run_child(warehouse, "transfer", crash_at=phase) == -signal.SIGKILL
+    assert run_child(warehouse, "transfer", crash_at=phase, form=form) == -signal.SIGKILL
     # Before any txsql access: readers see exactly the published tables.
     published = RATIFIED.get(phase, 0)
     for number, name in enumerate(TABLES):

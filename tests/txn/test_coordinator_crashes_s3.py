@@ -1,8 +1,9 @@
 """kill -9 a three-table group on moto's S3: all participants or none.
 
 The object-store twin of ``test_coordinator_crashes``, on a reduced set of phases: after
-staging 1 and 3 of 3 tables, after ratification before any publish, mid-publish (t0
-published, t1 and t2 not) and during cleanup. The child (``tests.txn.s3_crash_writer``)
+staging 1 and 3 of 3 tables (with staged commit files), after ratification before any
+publish (inline commits and staged files), mid-publish (t0 published, t1 and t2 not) and
+during cleanup. The child (``tests.txn.s3_crash_writer``)
 reaches a warehouse ``s3://<bucket>/wh`` on a moto server this module starts as its own
 process (its requests go to a log file; it is stopped in teardown): deltalake's query
 engine holds the GIL while it waits for a GET, so an in-process moto server would never
@@ -27,9 +28,16 @@ from tests.storage.moto_s3 import MotoS3Process
 from tests.txn import processes
 from tests.txn.multi_crash_writer import TABLES
 
-STAGED = ["mtx_staged_1", "mtx_staged_3"]
 # Phases after which the group is ratified, with the tables already published at the kill.
 RATIFIED = {"mtx_ratified": 0, "mtx_published_1": 1, "mtx_cleanup": 3}
+# (phase, commit form): staging phases write staged commit files; an inline group has
+# nothing on the store before its record.
+CASES = [
+    ("mtx_staged_1", "staged"),
+    ("mtx_staged_3", "staged"),
+    ("mtx_ratified", "staged"),
+    *((phase, "inline") for phase in RATIFIED),
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +48,11 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3Process]:
     server.stop()
 
 
-def run_child(moto: MotoS3Process, warehouse: str, mode: str, crash_at: str | None = None) -> int:
+def run_child(
+    moto: MotoS3Process, warehouse: str, mode: str, crash_at: str | None = None, form: str = ""
+) -> int:
     return processes.run_child(
-        "tests.txn.s3_crash_writer", warehouse, mode, crash_at=crash_at, env=moto.env()
+        "tests.txn.s3_crash_writer", warehouse, mode, form, crash_at=crash_at, env=moto.env()
     )
 
 
@@ -81,14 +91,14 @@ class Bucket:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("phase", [*STAGED, *RATIFIED])
+@pytest.mark.parametrize(("phase", "form"), CASES)
 def test_a_killed_group_on_s3_is_all_or_nothing(
-    moto: MotoS3Process, tmp_path: Path, phase: str
+    moto: MotoS3Process, tmp_path: Path, phase: str, form: str
 ) -> None:
     bucket = Bucket(moto, moto.new_bucket(), tmp_path / "mirror")
     warehouse = f"s3://{bucket.name}/wh"
     assert run_child(moto, warehouse, "create") == 0
-    assert run_child(moto, warehouse, "transfer", crash_at=phase) == -signal.SIGKILL
+    assert run_child(moto, warehouse, "transfer", crash_at=phase, form=form) == -signal.SIGKILL
     # Before any txsql access: readers see exactly the published tables.
     published = RATIFIED.get(phase, 0)
     for number, name in enumerate(TABLES):

@@ -18,6 +18,7 @@ from txsql.log import features
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
+from txsql.txn import group_commit
 from txsql.txn.coordinator import coordinator_at, roll_forward
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.transaction import Transaction, commit_together
@@ -61,10 +62,31 @@ def records(warehouse: Path) -> list[dict[str, object]]:
     return [json.loads((directory / n).read_text()) for n in names]
 
 
-def writer(log: DeltaLog, name: str) -> Transaction:
+def writer(log: DeltaLog, name: str, files: int = 1) -> Transaction:
     txn = Transaction(log)
-    txn.stage([add(log, name)])
+    txn.stage([add(log, f"{name}-{i}" if files > 1 else name) for i in range(files)])
     return txn
+
+
+def commit_both(ta: Transaction, tb: Transaction) -> list[int]:
+    results = commit_together(
+        [(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"]
+    )
+    return [r.version for r in results]
+
+
+def staged_files(log: DeltaLog) -> list[str]:
+    directory = Path(log.table_root) / "_delta_log" / "_staged_commits"
+    return sorted(os.listdir(directory)) if directory.exists() else []
+
+
+@pytest.fixture(params=["inline", "staged"])
+def form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Commits ride inline in the coordinator record (small ones do), or are written as
+    staged commit files first (large ones are)."""
+    if request.param == "staged":
+        monkeypatch.setattr(group_commit, "INLINE_MAX_BYTES", 0)
+    return str(request.param)
 
 
 def test_enrolled_table_lists_a_writer_only_feature(tmp_path: Path) -> None:
@@ -76,22 +98,42 @@ def test_enrolled_table_lists_a_writer_only_feature(tmp_path: Path) -> None:
     assert protocol["minReaderVersion"] == 1  # every reader still reads
 
 
-def test_two_tables_commit_through_one_record(tmp_path: Path) -> None:
+def test_two_tables_commit_through_one_record(tmp_path: Path, form: str) -> None:
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
-    ta, tb = writer(a, "fa"), writer(b, "fb")
-    results = commit_together(
-        [(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"]
-    )
-    assert [r.version for r in results] == [1, 1]
+    assert commit_both(writer(a, "fa"), writer(b, "fb")) == [1, 1]
     (record,) = records(tmp_path)
-    assert [p["version"] for p in record["participants"]] == [1, 1]  # type: ignore[index]
+    participants = record["participants"]
+    assert isinstance(participants, list)
+    assert [p["version"] for p in participants] == [1, 1]
     group = record["transactionId"]
-    for log in (a, b):
+    for log, participant in zip((a, b), participants, strict=True):
         info = next(a["commitInfo"] for a in raw_commit(log, 1) if "commitInfo" in a)
         assert isinstance(info, dict)
         assert info["tags"] == {"delta.multiTableTransaction.transactionId": group}
-    # Published staged commits are cleaned up.
-    assert not list((Path(a.table_root) / "_delta_log" / "_staged_commits").iterdir())
+        published = (Path(log.table_root) / "_delta_log" / f"{1:020d}.json").read_text()
+        if form == "inline":  # the record holds the very bytes that were published
+            assert participant["inlineCommit"] == published
+            assert "stagedCommit" not in participant
+        else:
+            assert participant["stagedCommit"].startswith("_staged_commits/")
+            assert "inlineCommit" not in participant
+        # No staged commit is left: published ones are cleaned up, inline ones never exist.
+        assert staged_files(log) == []
+
+
+def test_a_large_commit_is_staged_and_a_small_one_rides_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
+    monkeypatch.setattr(group_commit, "INLINE_MAX_BYTES", 2000)  # one add fits, 20 do not
+    assert commit_both(writer(a, "one"), writer(b, "many", files=20)) == [1, 1]
+    (record,) = records(tmp_path)
+    small, large = record["participants"]  # type: ignore[misc]
+    assert "inlineCommit" in small and "stagedCommit" not in small
+    assert "stagedCommit" in large and "inlineCommit" not in large
+    adds = [x for x in raw_commit(b, 1) if "add" in x]
+    assert len(adds) == 20 and len([x for x in raw_commit(a, 1) if "add" in x]) == 1
+    assert staged_files(a) == staged_files(b) == []
 
 
 def test_single_table_commit_to_an_enrolled_table_goes_through_the_coordinator(
@@ -109,7 +151,7 @@ def test_plain_tables_never_touch_the_coordinator(tmp_path: Path) -> None:
     assert not (tmp_path / "_txsql_coordinator").exists()
 
 
-def test_a_version_taken_meanwhile_is_rechecked_and_restaged(tmp_path: Path) -> None:
+def test_a_version_taken_meanwhile_is_rechecked_and_restaged(tmp_path: Path, form: str) -> None:
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
     ta, tb = writer(a, "fa"), writer(b, "fb")
     ta.snapshot(), tb.snapshot()
@@ -121,7 +163,7 @@ def test_a_version_taken_meanwhile_is_rechecked_and_restaged(tmp_path: Path) -> 
     assert results[0].winners == (1,)
 
 
-def test_a_conflict_names_the_table_and_nothing_lands(tmp_path: Path) -> None:
+def test_a_conflict_names_the_table_and_nothing_lands(tmp_path: Path, form: str) -> None:
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
     ta = Transaction(a, isolation=IsolationLevel.SERIALIZABLE)
     ta.stage([add(a, "fa")])
@@ -132,21 +174,24 @@ def test_a_conflict_names_the_table_and_nothing_lands(tmp_path: Path) -> None:
         commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
     assert b.latest_version() == 0
     assert len(records(tmp_path)) == 1  # only the winner's record
-    staged = Path(b.table_root) / "_delta_log" / "_staged_commits"
-    assert not staged.exists() or not list(staged.iterdir())
+    assert staged_files(a) == staged_files(b) == []
 
 
-def test_roll_forward_publishes_a_ratified_record(tmp_path: Path) -> None:
+def test_roll_forward_publishes_a_ratified_record(tmp_path: Path, form: str) -> None:
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
-    ta, tb = writer(a, "fa"), writer(b, "fb")
-    commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
-    # Simulate a crash after ratification: unpublish b's version 1 (its staged file is
-    # what a crashed writer would have left).
-    record = records(tmp_path)[0]
-    staged = record["participants"][1]["stagedCommit"]  # type: ignore[index]
+    tb = writer(b, "fb")
+    commit_both(writer(a, "fa"), tb)
+    # Simulate a crash after ratification: unpublish b's version 1 (its staged file, when
+    # it has one, is what a crashed writer would have left).
+    participant = records(tmp_path)[0]["participants"][1]  # type: ignore[index]
     log_dir = Path(b.table_root) / "_delta_log"
-    (log_dir / staged).parent.mkdir(exist_ok=True)
-    os.replace(log_dir / f"{1:020d}.json", log_dir / staged)
+    published = log_dir / f"{1:020d}.json"
+    if form == "staged":
+        staged = log_dir / participant["stagedCommit"]
+        staged.parent.mkdir(exist_ok=True)
+        os.replace(published, staged)
+    else:
+        published.unlink()
     coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
     coordinator.forget()  # a fresh process knows nothing
     assert roll_forward(coordinator) == 1

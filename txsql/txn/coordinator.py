@@ -3,10 +3,15 @@
 The coordinator is a directory next to the catalog (``<warehouse>/_txsql_coordinator``) on
 the warehouse's own store. Its records are numbered positions, ``<position>.json``
 (20 digits), each written with one put-if-absent. A record names every participant of a
-group: table root, table id, version, staged commit file and the participant's txnId.
-Writing it is the commit point of the whole group (Delta RFC "group-ratify").
+group: table root, table id, version, its commit and the participant's txnId. Writing it is
+the commit point of the whole group (Delta RFC "group-ratify").
 
-Publishing a participant copies its staged commit to ``_delta_log/<version>.json`` with
+A participant's commit is either a staged commit file it names, or carried inline in the
+record (the RFC's "inline" commits, which a catalog may hold instead of a staged file).
+Small commits go inline: the record is durable anyway, so an inline commit saves a durable
+write and a delete per participant (see ``group_commit.INLINE_MAX_BYTES``).
+
+Publishing a participant copies its commit to ``_delta_log/<version>.json`` with
 put-if-absent. It is idempotent: a commit already there carrying the participant's txnId
 counts as published (another process rolled the same record forward). A commit there
 with another txnId means some writer bypassed the coordinator: reported as a damaged log.
@@ -65,17 +70,35 @@ class Participant:
     table_root: str
     table_id: str
     version: int
-    staged_commit: str  # relative to _delta_log: _staged_commits/<version>.<uuid>.json
+    # Relative to _delta_log: _staged_commits/<version>.<uuid>.json; None when inline.
+    staged_commit: str | None
     txn_id: str
+    inline_commit: bytes | None = None  # the commit's bytes, when carried in the record
 
     def to_json(self) -> dict[str, object]:
-        return {
+        body: dict[str, object] = {
             "tableRoot": self.table_root,
             "tableId": self.table_id,
             "version": self.version,
-            "stagedCommit": self.staged_commit,
             "txnId": self.txn_id,
         }
+        if self.inline_commit is not None:
+            body["inlineCommit"] = self.inline_commit.decode()
+        else:
+            body["stagedCommit"] = self.staged_commit
+        return body
+
+    @classmethod
+    def from_json(cls, p: Mapping[str, object]) -> Participant:
+        inline = p.get("inlineCommit")
+        return cls(
+            str(p["tableRoot"]),
+            str(p["tableId"]),
+            int(str(p["version"])),
+            None if inline is not None else str(p["stagedCommit"]),
+            str(p["txnId"]),
+            None if inline is None else str(inline).encode(),
+        )
 
 
 @dataclass(frozen=True)
@@ -105,16 +128,7 @@ class GroupRecord:
     def decode(cls, data: bytes, where: str) -> GroupRecord:
         try:
             body = json.loads(data)
-            parts = tuple(
-                Participant(
-                    str(p["tableRoot"]),
-                    str(p["tableId"]),
-                    int(p["version"]),
-                    str(p["stagedCommit"]),
-                    str(p["txnId"]),
-                )
-                for p in body["participants"]
-            )
+            parts = tuple(Participant.from_json(p) for p in body["participants"])
             outcome = body.get("preparedOutcome")
             return cls(
                 int(body["position"]),
@@ -265,25 +279,26 @@ def roll_forward(coordinator: Coordinator) -> int:
     return latest + 1
 
 
-def publish_record(record: GroupRecord, staged: Mapping[str, bytes] | None = None) -> None:
+def publish_record(record: GroupRecord, held: Mapping[str, bytes] | None = None) -> None:
     """Publish every participant of a ratified record (crash points between them).
 
-    ``staged``: the bytes of staged commits the caller wrote itself, by staged name; the
-    writer that just ratified passes its own, which spares a read back of each and the
-    check that the version is free (the put-if-absent answers that).
+    ``held``: the bytes of staged commits the caller wrote itself, by staged name. The
+    writer that just ratified passes its own (``{}`` when every commit is inline), which
+    spares a read back of each and the check that the version is free: the put-if-absent
+    answers that.
     """
     for number, participant in enumerate(record.participants, start=1):
-        data = (staged or {}).get(participant.staged_commit)
-        if data is None:
+        if held is None:
             publish_participant(participant)
         else:
+            data = participant.inline_commit or held[str(participant.staged_commit)]
             publish_own(participant, data)
         if number < len(record.participants):
             crash_point(f"mtx_published_{number}")
 
 
 def publish_own(participant: Participant, data: bytes) -> None:
-    """Publish a staged commit whose bytes we hold: one put-if-absent."""
+    """Publish a commit whose bytes we hold: one put-if-absent."""
     store = log_store_for(participant.table_root)
     try:
         store.write_if_absent(participant.version, data)
@@ -292,20 +307,29 @@ def publish_own(participant: Participant, data: bytes) -> None:
 
 
 def publish_participant(participant: Participant) -> None:
+    """Roll one participant forward: publish its commit unless that already happened."""
     store = log_store_for(participant.table_root)
     version = participant.version
     if store.fs.exists(store.log_path(commit_name(version))):
         _require_ours(store, participant)
         return
-    try:
-        data = store.read_log_file(participant.staged_commit)
-    except FileNotFoundError:
-        # A ratified staged commit is only ever deleted once its version is published, or
-        # with its table (DROP): either it was published meanwhile by another process, or
-        # the published version is gone with log cleanup or the table itself.
-        if store.fs.exists(store.log_path(commit_name(version))):
-            _require_ours(store, participant)
-        return
+    data = participant.inline_commit
+    if data is not None:
+        # No staged file whose absence says "published long ago": the commit it follows
+        # is the sign. Log cleanup never deletes a table's newest commit, so if version - 1
+        # is gone too, ours was published and cleaned up since, or the table was dropped.
+        if not store.fs.exists(store.log_path(commit_name(version - 1))):
+            return
+    else:
+        try:
+            data = store.read_log_file(str(participant.staged_commit))
+        except FileNotFoundError:
+            # A ratified staged commit is only ever deleted once its version is published,
+            # or with its table (DROP): either it was published meanwhile by another
+            # process, or the published version is gone with log cleanup or the table.
+            if store.fs.exists(store.log_path(commit_name(version))):
+                _require_ours(store, participant)
+            return
     try:
         store.write_if_absent(version, data)
     except VersionExistsError:

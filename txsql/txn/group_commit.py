@@ -6,9 +6,9 @@ Every commit to an enrolled table comes here, a single-table one as a group of o
    publishing; then every record below the next free position is published, so each
    table's newest ``_delta_log`` commit is its newest ratified version.
 2. **Stage.** Each participant is checked against its own table's winners by the commit
-   loop's checker (row level included) and written to
-   ``_delta_log/_staged_commits/<version>.<uuid>.json`` at the version after that table's
-   newest. Nothing is visible yet.
+   loop's checker (row level included) and proposed at the version after that table's
+   newest. A small commit rides inline in the record; a larger one is written to
+   ``_delta_log/_staged_commits/<version>.<uuid>.json`` first. Nothing is visible yet.
 3. **Ratify.** One put-if-absent of the coordinator record at the next position naming
    every participant: the commit point of the group. If the position is taken, the
    winning record is published (keeping the invariant), participants whose version it
@@ -43,6 +43,7 @@ from txsql.log.actions import Action, CommitInfo
 from txsql.log.codec import encode_commit
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.filesystem import LocalFileIO
+from txsql.storage.paths import commit_name
 from txsql.storage.written import WrittenFiles, recording
 from txsql.txn.coordinator import (
     Coordinator,
@@ -69,6 +70,10 @@ logger = logging.getLogger(__name__)
 # On object stores, how often (in versions) a commit lists the staged directory to sweep
 # orphans of crashed writers (Delta's default checkpoint interval).
 STAGED_SWEEP_INTERVAL = 10
+# A participant's commit up to this size rides inside the coordinator record; a larger one
+# is written as a staged commit first, so that records stay quick to read back. 64 KiB
+# holds a commit of a few hundred files.
+INLINE_MAX_BYTES = 64 * 1024
 
 
 @dataclass
@@ -82,7 +87,7 @@ class GroupMember:
     participant: Participant | None = None
     written: tuple[Action, ...] = ()
     attempts: int = 0
-    superseded: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)  # staged commits of lost attempts
     ledger: WrittenFiles | None = None  # records the DV files a rebase writes
     staged_bytes: bytes = b""  # what the staged commit holds: publishing needs no read back
     name_in_errors: bool = False  # conflicts start with the label (groups of several)
@@ -142,9 +147,12 @@ def commit_group(
     crash_point("mtx_ratified")
     published = False
     try:
-        publish_record(
-            record, {p.staged_commit: m.staged_bytes for m in members if (p := m.participant)}
-        )
+        held = {
+            p.staged_commit: m.staged_bytes
+            for m in members
+            if (p := m.participant) is not None and p.staged_commit is not None
+        }
+        publish_record(record, held)
         coordinator.mark_published(record.position)
         published = True
     except Exception:  # ratified is committed: the next txsql access publishes the rest
@@ -221,8 +229,7 @@ def _stage_and_ratify(
 def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
     """Stage ``m`` at its table's next version unless its staged commit still is that."""
     loop = m.loop
-    latest = loop.log.latest_version()
-    newest = -1 if latest is None else latest
+    newest = _newest_version(loop)
     if m.participant is not None and m.participant.version == newest + 1:
         return False
     if newest >= loop.version:
@@ -237,19 +244,38 @@ def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
                 f"{m.label}: version {done.version} already holds this transaction's write",
                 hint="Nothing more was written; check the table's history before retrying.",
             )
-    if m.participant is not None:
+    if m.participant is not None and m.participant.staged_commit is not None:
         m.superseded.append(m.participant.staged_commit)
     _, written = loop.next_attempt()
     require_added_files(loop.log, written, loop.operation)
-    name = staged_name(loop.version, str(uuid.uuid4()))
     data = encode_commit(written)
-    loop.log.store.fs.write_if_absent(loop.log.store.log_path(name), data)
-    m.staged_bytes = data
-    m.participant = Participant(
-        loop.log.table_root, m.table_id, loop.version, name, loop.txn.txn_id
-    )
+    table, txn_id = loop.log.table_root, loop.txn.txn_id
+    if len(data) <= INLINE_MAX_BYTES:
+        m.participant = Participant(table, m.table_id, loop.version, None, txn_id, data)
+    else:
+        name = staged_name(loop.version, str(uuid.uuid4()))
+        loop.log.store.fs.write_if_absent(loop.log.store.log_path(name), data)
+        m.staged_bytes = data
+        m.participant = Participant(table, m.table_id, loop.version, name, txn_id)
     m.written, m.attempts = written, attempt
     return True
+
+
+def _newest_version(loop: CommitLoop) -> int:
+    """The table's newest version. Usually two name probes instead of a listing: the
+    version the loop builds on exists and the one it proposes is free. Anything else (a
+    winner landed, or log cleanup removed the base) takes the listing, which also refuses
+    a log with gaps."""
+    fs, path = loop.log.store.fs, loop.log.store.log_path
+    proposed = loop.version
+    if (
+        proposed > 0
+        and not fs.exists(path(commit_name(proposed)))
+        and fs.exists(path(commit_name(proposed - 1)))
+    ):
+        return proposed - 1
+    latest = loop.log.latest_version()
+    return -1 if latest is None else latest
 
 
 def name_table(exc: CommitConflictError, label: str) -> None:
@@ -262,7 +288,7 @@ def name_table(exc: CommitConflictError, label: str) -> None:
 def _discard_staged(members: Sequence[GroupMember]) -> None:
     for m in members:
         names = list(m.superseded)
-        if m.participant is not None:
+        if m.participant is not None and m.participant.staged_commit is not None:
             names.append(m.participant.staged_commit)
         _delete_quietly(m, names)
 
@@ -295,22 +321,26 @@ def _finish(m: GroupMember, published: bool) -> CommitResult:
 def remove_staged(m: GroupMember, version: int, published: bool) -> None:
     """Delete the staged commits no longer needed once ``version`` is ratified.
 
-    Published: ours and the ones we superseded go. On local disk a listing of the staged
-    directory is cheap, so every commit also sweeps orphans of crashed writers at or below
-    the version; on an object store the listing is a request, so the sweep runs at
-    checkpoint versions only and other commits delete their own files by name.
-    Unpublished: ours must stay (roll forward reads it); older ones go.
+    Published: ours and the ones we superseded go. Every STAGED_SWEEP_INTERVAL versions a
+    listing of the staged directory also sweeps orphans of crashed writers at or below the
+    version; on local disk, where a listing is cheap, a commit that staged files sweeps
+    every time instead of deleting its own by name. Unpublished: ours must stay (roll
+    forward reads it); older ones go.
     """
     store = m.loop.log.store
     if not published:
         remove_published_staged(store, version - 1)
-    elif isinstance(store.fs, LocalFileIO) or version % STAGED_SWEEP_INTERVAL == 0:
+        return
+    assert m.participant is not None
+    own = [name for name in (*m.superseded, m.participant.staged_commit) if name is not None]
+    if not own:
+        crash_point("mtx_cleanup")  # an inline commit: its housekeeping has begun
+    if version % STAGED_SWEEP_INTERVAL == 0 or (own and isinstance(store.fs, LocalFileIO)):
         remove_published_staged(store, version)
-    else:
-        assert m.participant is not None
-        for name in [*m.superseded, m.participant.staged_commit]:
-            _delete_quietly(m, [name])
-            crash_point("mtx_cleanup")  # the same kill point as the sweep's
+        return
+    for name in own:
+        _delete_quietly(m, [name])
+        crash_point("mtx_cleanup")  # the same kill point as the sweep's
 
 
 def commit_together(

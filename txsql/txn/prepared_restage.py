@@ -88,7 +88,7 @@ class Restager:
             kind = MetadataChangedError
             self._conflict(kind, newest, None, "the table was dropped and created again")
         self.checked_through = newest
-        if self.staged is not None:
+        if self.staged is not None and self.staged.staged_commit is not None:
             self.superseded.append(self.staged.staged_commit)
         written = self._rebased()
         require_added_files(self.log, written, self.info.operation or "COMMIT PREPARED")
@@ -159,7 +159,7 @@ class Restager:
 
     def discard(self) -> None:
         names = list(self.superseded)
-        if self.staged is not None:
+        if self.staged is not None and self.staged.staged_commit is not None:
             names.append(self.staged.staged_commit)
         for name in names:
             try:

@@ -242,6 +242,40 @@ class Workload:
 
         return [delete, update, merge]
 
+    def floor_ops(self, spark: Any, plain: str, out: str) -> list[Callable[[], Any] | None]:
+        """The least a DV plan must do, as bare Spark on the plain copy (see the docstring)."""
+        from pyspark.sql import functions as F
+
+        position = [F.col("_metadata.file_path").alias("fp"), "_metadata.row_index"]
+
+        def update() -> Any:  # positions floor: one scan, persisted, feeds both outputs
+            found = spark.read.parquet(plain).filter(F.col(K) == 7).select("*", *position)
+            found = found.persist()
+            try:
+                changed = found.drop("fp", "row_index").withColumn("v", F.col("v") + 1)
+                changed.write.mode("append").parquet(out)
+                return len(found.select("fp", "row_index").collect())
+            finally:
+                found.unpersist()
+
+        def merge() -> Any:  # narrow-join floor
+            target = spark.read.parquet(plain)
+            source = spark.table("bench_source")
+            new_v = F.broadcast(source.select("id", F.col("v").alias("new_v")))
+            matched = target.select("id", *position).join(new_v, "id").persist()
+            try:
+                count = matched.count()  # (a) positions materialised, as DVs need
+                inserted = source.join(matched.select("id"), "id", "left_anti")
+                full = target.select("*", *position)
+                updated = full.join(F.broadcast(matched.drop("id")), ["fp", "row_index"])
+                updated = updated.select("id", K, F.col("new_v").alias("v"), "s")
+                updated.unionByName(inserted).write.mode("append").parquet(out)  # (b)
+                return count
+            finally:
+                matched.unpersist()
+
+        return [None, update, merge]
+
     def deltalake_ops(self, path: str) -> list[Callable[[], Any]]:
         return [
             lambda: DeltaTable(path).delete(f"id = {self.victim}"),
@@ -304,6 +338,25 @@ GOALS = [  # the issue's goals
 ]
 
 
+FLOORS = [  # the least a DV plan must do, per statement (see the docstring)
+    "",
+    "positions floor (changed rows written + positions collected, 1 persisted scan)",
+    "narrow-join floor (key scan + positions persisted, full rows joined back by position)",
+]
+PLAIN_GOALS = ["", "UPDATE <= 1.2x plain Spark", "MERGE <= 1.0x plain Spark"]
+
+
+def print_floor(i: int, runs: list[tuple[float, int, int, Any]], plain: float, ours: float) -> None:
+    t_floor = median(runs)
+    _, b_floor, f_floor, _ = runs[-1]
+    print(f"   {FLOORS[i]}")
+    print(
+        f"   floor    {t_floor:7.2f} s {spread(runs)}  {fmt_bytes(b_floor):>9} in {f_floor} "
+        f"new files; floor/plain Spark {t_floor / plain:.2f}x (goal {PLAIN_GOALS[i]}: the "
+        f"measured floor), txsql/floor {ours / t_floor:.2f}x"
+    )
+
+
 def goal_met(i: int, time_ratio: float, ours_bytes: int, rs_bytes: int) -> bool:
     if i == 0:
         return time_ratio <= 0.7 and ours_bytes < 1024
@@ -363,8 +416,12 @@ def main() -> None:
             *sorted(p for p in listing(ours) if p.endswith(".parquet"))
         ).write.parquet(plain)
         work = Workload(rows, spark)
+        floor_out = os.path.join(tmp, "floor_out")
         for op in work.plain_spark_ops(spark, plain, plain_out):  # warm the plain shapes
             op()
+        for floor_op in work.floor_ops(spark, plain, floor_out):
+            if floor_op is not None:
+                floor_op()
         print(
             f"MERGE source: {work.source.num_rows:,} rows, {work.source.num_rows // 2:,} "
             "matching ids spread over the table, the rest new"
@@ -375,7 +432,13 @@ def main() -> None:
             "[min-max] wall clock of the timed calls\n"
         )
         for i, (name, goal) in enumerate(GOALS):
-            runs: dict[str, list[tuple[float, int, int, Any]]] = {"ours": [], "rs": [], "plain": []}
+            runs: dict[str, list[tuple[float, int, int, Any]]] = {
+                "ours": [],
+                "rs": [],
+                "plain": [],
+                "floor": [],
+            }
+            floor_op = work.floor_ops(spark, plain, floor_out)[i]
             for r in range(args.warm + args.repeat):
                 ours_copy, rs_copy = f"{ours}_{i}_{r}", f"{theirs}_{i}_{r}"
                 shutil.copytree(ours, ours_copy)
@@ -385,6 +448,8 @@ def main() -> None:
                     "rs": measured(rs_copy, work.deltalake_ops(rs_copy)[i]),
                     "plain": measured(plain_out, work.plain_spark_ops(spark, plain, plain_out)[i]),
                 }
+                if floor_op is not None:
+                    results["floor"] = measured(floor_out, floor_op)
                 if r >= args.warm:  # the first runs only warm the JVM at full scale
                     for peer, run in results.items():
                         runs[peer].append(run)
@@ -410,6 +475,8 @@ def main() -> None:
             )
             met = "met" if goal_met(i, time_ratio, b_ours, b_rs) else "NOT met"
             print(f"   goal: {goal} -> {met}")
+            if runs["floor"]:
+                print_floor(i, runs["floor"], t_plain, t_ours)
             print(f"   {check_contents(ours, theirs)}")
     spark.stop()
 

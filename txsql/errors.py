@@ -541,6 +541,15 @@ class MagicUsageError(TxSqlError):
     """The magic line itself is wrong (unknown option, bad value, missing variable)."""
 
 
+class ScenarioError(TxSqlError):
+    """A teaching scenario's step did not go as its interleaving requires."""
+
+    default_hint = (
+        "The scenario's table or session was changed while it ran, or txsql misbehaved: "
+        "run it again on a fresh session; if it still fails, report it with the chained error."
+    )
+
+
 # --- transactions ---------------------------------------------------------------------
 
 
@@ -824,6 +833,7 @@ __all__ = [
     "ProtocolChangedError",
     "RestoreError",
     "RetentionTooShortError",
+    "ScenarioError",
     "SchemaError",
     "SchemaExistsError",
     "SchemaNotEmptyError",

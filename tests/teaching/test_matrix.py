@@ -49,9 +49,10 @@ from typing import Any
 
 import pytest
 
+from txsql.errors import ScenarioError, TxSqlError
 from txsql.teaching import SETTINGS, STATEMENTS, ConflictMatrix, Setting, conflict_matrix
 from txsql.teaching.matrix import databricks, delta_oss
-from txsql.teaching.races import THEIR_NEW_ID, RaceTrack
+from txsql.teaching.races import THEIR_NEW_ID, RaceTrack, Statement
 
 COLUMNS = ("INSERT", "UPDATE", "DELETE", "MERGE", "OPTIMIZE", "ZORDER", "REORG")
 
@@ -242,3 +243,10 @@ def test_databricks_column_follows_its_documented_matrix(
     ours: str, theirs: str, setting: Setting, expected: str
 ) -> None:
     assert databricks(ours, theirs, setting) == expected
+
+
+def test_a_statement_of_unknown_kind_is_refused_with_a_hint() -> None:
+    with pytest.raises(TxSqlError, match="unknown statement kind 'TRUNCATE'") as caught:
+        Statement("TRUNCATE", "TRUNCATE {t}")
+    assert isinstance(caught.value, ScenarioError)
+    assert "How to fix:" in str(caught.value)

@@ -20,15 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from txsql.errors import CommitConflictError
+from txsql.errors import CommitConflictError, ScenarioError
 from txsql.magics.render import Column, html_table, text_table
 from txsql.session import Session, TransactionHandle
 
 LEVELS = ("WriteSerializable", "Serializable")
-
-
-class ScenarioError(RuntimeError):
-    """A step of a scenario did not go as the interleaving requires (txsql misbehaved)."""
 
 
 def _expect(ok: bool, step: str) -> None:

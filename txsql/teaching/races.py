@@ -34,10 +34,9 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 
 from txsql.dv.store import read_deletion_vector
-from txsql.errors import CommitConflictError
+from txsql.errors import CommitConflictError, ScenarioError
 from txsql.log.deltalog import DeltaLog
 from txsql.session import Session
-from txsql.teaching.anomalies import ScenarioError
 
 Row = tuple[Any, ...]
 

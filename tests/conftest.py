@@ -10,8 +10,24 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_paths import find_fixtures
+from tests.notebooks.runner import RUNS
 
 FIXTURES = find_fixtures()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the selected notebooks in the background (tests/notebooks/runner.py)."""
+    if session.config.option.collectonly:
+        return
+    RUNS.start(
+        item.callspec.params["path"]
+        for item in session.items
+        if getattr(item, "originalname", None) == "test_notebook_runs"
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    RUNS.close()  # no kernel outlives the session
 
 
 @pytest.fixture(scope="session")

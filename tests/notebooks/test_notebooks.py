@@ -1,32 +1,20 @@
 """Every notebook in notebooks/ runs end to end in a fresh kernel, and its outputs look
 right in a browser (tests/notebooks/browser_check.py).
 
-Each notebook still gets its own kernel (and so its own Spark), but two kernels run at a
-time: a kernel spends much of a notebook waiting (for its JVM's start-up, on py4j round
-trips) while this process waits for it, so two share the machine's cores better than one
-(``TXSQL_NOTEBOOK_KERNELS`` sets how many). Only the notebooks whose tests were selected
-are run.
+Each notebook gets its own kernel (and so its own Spark). The notebooks whose tests were
+selected start running when collection ends, in the background of the rest of the suite
+(:mod:`tests.notebooks.runner`); each test here waits for its notebook's result.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-from tests.notebooks.browser_check import outputs_page, problems
+from tests.notebooks.runner import RUNS
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-KERNELS = int(os.environ.get("TXSQL_NOTEBOOK_KERNELS", "2"))
-# Longest first (seconds on an idle machine), so the last one to start is a short one.
-LONGEST_FIRST = ("06", "03", "07", "02", "04", "05", "01")
 
 pytestmark = pytest.mark.slow
 
@@ -44,63 +32,9 @@ def test_notebooks_exist() -> None:
     ]
 
 
-@dataclass(frozen=True)
-class Executed:
-    """A notebook after its run: its cells with outputs, or the error that stopped it."""
-
-    notebook: Any
-    error: BaseException | None
-    browser_problems: list[str]
-    seconds: float
-
-
-async def _execute(path: Path, work: Path, gate: asyncio.Semaphore) -> Executed:
-    async with gate:
-        notebook = nbformat.read(path, as_version=4)
-        client = NotebookClient(
-            notebook,
-            timeout=600,  # per cell; two kernels share the cores
-            kernel_name="python3",
-            resources={"metadata": {"path": str(work)}},
-        )
-        started = time.perf_counter()
-        try:
-            # Raises CellExecutionError on the first failing cell, except in cells tagged
-            # raises-exception (a teaching cell whose output is the error, e.g. a conflict
-            # card).
-            await client.async_execute()
-        except Exception as error:
-            return Executed(notebook, error, [], time.perf_counter() - started)
-        seconds = time.perf_counter() - started
-    # What a reader sees: every output laid out on a 1000 px page in headless Chromium.
-    found = await asyncio.to_thread(problems, outputs_page(notebook, path.name), work)
-    return Executed(notebook, None, found, seconds)
-
-
-@pytest.fixture(scope="module")
-def executed(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> dict[Path, Executed]:
-    """Every selected notebook, run in its own fresh kernel, ``KERNELS`` at a time."""
-    selected = {
-        item.callspec.params["path"]
-        for item in request.session.items
-        if getattr(item, "originalname", None) == "test_notebook_runs"
-    }
-    order = sorted(selected, key=lambda p: LONGEST_FIRST.index(p.name[:2]))
-
-    async def run_all() -> list[Executed]:
-        gate = asyncio.Semaphore(KERNELS)
-        return await asyncio.gather(
-            *(_execute(p, tmp_path_factory.mktemp(p.stem), gate) for p in order)
-        )
-
-    return dict(zip(order, asyncio.run(run_all())))
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, executed: dict[Path, Executed]) -> None:
-    run = executed[path]
+def test_notebook_runs(path: Path) -> None:
+    run = RUNS.result(path)
     if run.error is not None:
         raise run.error
     notebook = run.notebook

@@ -655,6 +655,8 @@ class CommitConflictError(TxSqlError):
     Attributes:
         winning_version: the version the other writer committed.
         winning_operation: that commit's ``operation`` (e.g. ``DELETE``).
+        winning_transaction: the id of the multi-table transaction that commit was part
+            of (as SHOW TRANSACTIONS lists it), or None.
         isolation_level: the level this transaction was checked under.
         rule: the conflict rule that fired, in words.
         partitions: overlapping partitions, e.g. ``("p=1",)``.
@@ -685,6 +687,7 @@ class CommitConflictError(TxSqlError):
         self._row_details = row_details
         self.winning_version = winning_version
         self.winning_operation = winning_operation
+        self.winning_transaction: str | None = None
         self.isolation_level = isolation_level
         self.rule = rule
         self.partitions = partitions

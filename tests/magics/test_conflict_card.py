@@ -11,6 +11,7 @@ import txsql
 from tests.magics import cell, ip
 from txsql.errors import ConcurrentAppendError, ConcurrentDeleteReadError
 from txsql.magics.conflict import ConflictCard
+from txsql.magics.errors import conflict_lines
 
 __all__ = ["ip"]
 
@@ -28,6 +29,15 @@ def test_card_lists_rows_from_positions_when_no_values_were_read() -> None:
     columns, values = table
     assert [c.name for c in columns] == ["file", "row"]
     assert values == [("part-0.parquet", 3), ("part-0.parquet", 9)]
+
+
+def test_card_and_text_name_the_winning_multi_table_transaction() -> None:
+    error = ConcurrentAppendError("rows were added", winning_version=4, winning_operation="WRITE")
+    error.winning_transaction = "7f3c-group"
+    assert ConflictCard(error).theirs() == "committed v4 (WRITE) in transaction 7f3c-group first"
+    assert conflict_lines(error)[0] == "  winner: v4 (WRITE), transaction 7f3c-group"
+    plain = ConcurrentAppendError("rows were added", winning_version=4, winning_operation="WRITE")
+    assert ConflictCard(plain).theirs() == "committed v4 (WRITE) first"
 
 
 @pytest.mark.spark

@@ -170,10 +170,11 @@ def test_a_conflict_names_the_table_and_nothing_lands(tmp_path: Path, form: str)
     tb = writer(b, "fb")
     ta.record_scan(TRUE, [])  # read the whole (empty) table: a concurrent append conflicts
     writer(a, "other").commit("WRITE")
-    with pytest.raises(ConcurrentAppendError, match=r"^a: "):
+    with pytest.raises(ConcurrentAppendError, match=r"^a: ") as caught:
         commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
     assert b.latest_version() == 0
-    assert len(records(tmp_path)) == 1  # only the winner's record
+    (winner,) = records(tmp_path)  # only the winner's record
+    assert caught.value.winning_transaction == winner["transactionId"]
     assert staged_files(a) == staged_files(b) == []
 
 

@@ -51,7 +51,8 @@ class ConflictCard:
     def theirs(self) -> str:
         e = self.error
         op = f" ({e.winning_operation})" if e.winning_operation else ""
-        return f"committed v{e.winning_version}{op} first"
+        group = f" in transaction {e.winning_transaction}" if e.winning_transaction else ""
+        return f"committed v{e.winning_version}{op}{group} first"
 
     def rows_table(self) -> tuple[list[Column], list[tuple[Any, ...]]] | None:
         """The colliding rows as a small table, whatever shape the checker reports.

@@ -109,6 +109,8 @@ def conflict_lines(error: CommitConflictError) -> list[str]:
     won = f"v{error.winning_version}"
     if error.winning_operation:
         won += f" ({error.winning_operation})"
+    if error.winning_transaction:
+        won += f", transaction {error.winning_transaction}"
     lines = [f"  winner: {won}"]
     if error.rule:
         lines.append(f"  rule: {error.rule}")

@@ -83,7 +83,12 @@ class Restager:
             )
         versions = range(self.checked_through + 1, newest + 1)
         for v, actions in zip(versions, self.log.read_commits(versions), strict=True):
-            self._check(WinningCommit(v, tuple(actions)))
+            winner = WinningCommit(v, tuple(actions))
+            try:
+                self._check(winner)
+            except CommitConflictError as exc:
+                exc.winning_transaction = winner.group_id
+                raise
         if versions and self.log.snapshot(newest).metadata.id != self.p.table_id:
             kind = MetadataChangedError
             self._conflict(kind, newest, None, "the table was dropped and created again")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import (
+    CommitConflictError,
     CommitRetriesExceededError,
     ConcurrentDeleteReadError,
     CorruptDeletionVectorError,
@@ -42,7 +43,7 @@ from txsql.txn.own_files import require_added_files
 from txsql.txn.readset import norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.rowlevel import RowLevelState, apply_rebases
-from txsql.txn.winner import WinningCommit
+from txsql.txn.winner import GROUP_TAG, WinningCommit
 from txsql.version import __version__
 
 if TYPE_CHECKING:
@@ -57,8 +58,6 @@ logger = logging.getLogger(__name__)
 
 ENGINE_INFO = f"txsql/{__version__}"
 DEFAULT_MAX_ATTEMPTS = 10_000  # generous: non-conflicting writers must never give up
-# Where a commit names the multi-table group it belongs to (the tag is Delta's RFC's).
-GROUP_TAG = "delta.multiTableTransaction.transactionId"
 GROUP_PARAMETER = "multiTableTransactionId"
 
 
@@ -228,6 +227,9 @@ class CommitLoop:
                 if not isinstance(exc.__cause__, FileNotFoundError):
                     raise
                 raise _vacuumed_while_rebasing(self.operation, winner, exc) from exc
+            except CommitConflictError as exc:
+                exc.winning_transaction = winner.group_id
+                raise
             self.winners.append(v)
             self.last_timestamp = max(self.last_timestamp, _timestamp(winner))
         self.version = max(self.version, latest + 1)

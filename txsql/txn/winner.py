@@ -12,6 +12,10 @@ from txsql.txn.readset import norm_path
 A = TypeVar("A")
 
 
+# Where a commit names the multi-table group it belongs to (the tag is Delta's RFC's).
+GROUP_TAG = "delta.multiTableTransaction.transactionId"
+
+
 @dataclass(frozen=True)
 class WinningCommit:
     """The actions of one winning commit and the views the checks need.
@@ -44,6 +48,14 @@ class WinningCommit:
     def txn_id(self) -> str | None:
         info = self.commit_info
         return info.txn_id if info else None
+
+    @property
+    def group_id(self) -> str | None:
+        """The multi-table transaction the winner was part of (Delta's RFC tag), if any."""
+        info = self.commit_info
+        tags = (info.extra or {}).get("tags") if info else None
+        found = tags.get(GROUP_TAG) if isinstance(tags, dict) else None
+        return str(found) if found is not None else None
 
     def of_type(self, kind: type[A]) -> list[A]:
         return [a for a in self.actions if isinstance(a, kind)]

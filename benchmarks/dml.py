@@ -41,10 +41,24 @@ Parquet copy of the table's starting files: DELETE collects the matching rows' f
 and row index (what any DV delete must find), UPDATE writes the changed rows, MERGE writes
 the broadcast-joined updated rows plus the unmatched source rows. No log, no DVs, no checks.
 
+The floors (issue 22: "the measured floor, not an estimate") are plain Spark, on the same
+plain copy, doing the least any deletion-vector plan of the statement must do; their ratio to
+plain Spark is the floor of the goal for that plan, txsql/floor what txsql adds above it:
+- UPDATE, "positions floor": one scan for ``k = 7`` with ``_metadata.file_path`` and
+  ``row_index``, persisted; the changed rows are written from it and the positions collected
+  from it (2 jobs, one scan: a DV UPDATE needs both the new rows and the old positions).
+- MERGE, "narrow-join floor" (the issue's plan): (a) a scan of ``id`` + file path + row index
+  only, broadcast-joined with the source's ``id, v`` and persisted + counted (the matched
+  positions must be materialised to build DVs); the unmatched source rows are the source
+  anti-joined with those matched ids, no second target scan; (b) the full target rows joined
+  back on (file path, row index) with the broadcast matched set, updated and written with
+  the inserts as Parquet.
+
 Prints, per operation: rows affected (and txsql's Spark jobs, ``spark_jobs``), wall time,
 bytes and files written for both, the ratios txsql/delta-rs and txsql/plain Spark, and the
 issue's goals (DELETE <= 0.7x delta-rs with < 1 KB written; UPDATE and MERGE <= 1.0x, with
-< 5 % of delta-rs's bytes). No assertions on time.
+< 5 % of delta-rs's bytes); for UPDATE and MERGE also the floor's time, floor/plain Spark and
+txsql/floor. No assertions on time.
 """
 
 from __future__ import annotations

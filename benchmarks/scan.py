@@ -12,6 +12,15 @@ the first query of the table version: DVs not yet cached), "best" the best of th
 ``SQL COUNT(*) (log)`` is ``s.sql("SELECT COUNT(*) FROM t")``, answered from the log's stats
 without a Spark job (it must equal the txsql count).
 
+The query mix also runs on a "positions floor": plain Spark, the same SQL over the same
+files minus the same deleted positions (held in memory, as a DV cache would), in two forms,
+the cheaper one being the floor of the goal (floor/plain) and txsql/floor what txsql adds:
+``join``, a broadcast left-anti join on (``_metadata.file_path``, ``row_index``); ``key``,
+the same on one long key ``crc32(file_path) << 32 | row_index`` (the key txsql's DV filter
+uses). A per-file ``CASE file_path WHEN ... THEN row_index IN (...)`` filter was tried too:
+slower than both joins at every query (1.1-6x the join at 500k rows), so it is not run.
+Each floor's rows must equal txsql's (floats to 6 digits), else it prints the difference.
+
 Run: ``python benchmarks/scan.py [rows] [files]`` (``local[2]``); rows also from
 ``TXSQL_BENCH_ROWS`` (e.g. ``TXSQL_BENCH_ROWS=500000`` for a quick run), deleted fractions
 from ``TXSQL_BENCH_DELETED`` (comma-separated, default ``0.01,0.1``).

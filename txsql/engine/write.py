@@ -44,6 +44,7 @@ from txsql.engine.written_files import (
 )
 from txsql.errors import DiskFullError, SchemaError, StorageError
 from txsql.log.actions import AddFile, Metadata
+from txsql.log.column_rules import column_rules
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import make_dirs, sync_files, write_error
 from txsql.storage.factory import file_io_for, spark_uri
@@ -65,6 +66,7 @@ def write_data_files(
     enforce: bool = True,
     rewrite: bool = False,
     identity: bool = False,
+    conformed: bool = False,
 ) -> list[AddFile]:
     """Write ``df`` as new data files of the table described by ``metadata``.
 
@@ -83,6 +85,9 @@ def write_data_files(
             recomputed from the new values rather than checked.
         identity: Hand out values for omitted identity columns; the caller must commit
             the new high-water marks (:func:`write_rules.generated_high_water_marks`).
+        conformed: ``df`` holds exactly the table's columns, in order, each cast to its type
+            (UPDATE's projection does that): where physical and logical columns are the
+            same, the write then adds no projection of its own.
 
     Returns:
         One ``add`` per file, sorted by path: relative URI-encoded path, size,
@@ -104,7 +109,12 @@ def write_data_files(
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     if enforce:
         df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
-    projected = df.selectExpr(*_physical_columns(df, schema))
+    # Each projection is an analysis on the driver: skip the one that would change nothing.
+    refilled = enforce and rewrite and bool(column_rules(metadata).generated)  # appended
+    if conformed and mode == "none" and not refilled:
+        projected = df
+    else:
+        projected = df.selectExpr(*_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))

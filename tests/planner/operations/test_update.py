@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from tests.planner.dml_helpers import (
     check_against_duckdb,
     commit,
     files,
+    oracle,
     table_rows,
 )
 from txsql.errors import NotNullViolationError, SchemaError, SqlError, TxSqlError
@@ -207,3 +209,40 @@ def test_unrepeatable_update_past_the_cap_reads_its_persisted_rows(
     assert sorted(r[0] for r in after) == sorted(r[0] for r in before)  # none lost or doubled
     assert sum(r[1] == "r" for r in after) == result.metrics["num_updated_rows"]
     assert_readers_agree(s, "t", COLUMNS, after)
+
+
+def test_a_small_update_builds_one_projection_between_its_query_and_the_write(
+    s: txsql.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every DataFrame built on the driver is a py4j round trip and an analysis: UPDATE's
+    own code (planner, write path) observes its rows and projects the new values once."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    s.sql("CREATE TABLE t (id BIGINT, v STRING, n INT, p INT) PARTITIONED BY (p)")
+    s.sql("INSERT INTO t VALUES (1, 'a', 1, 1), (2, 'b', NULL, 1), (3, NULL, 3, 2)")
+    built: list[str] = []
+    own = ("txsql/planner/", "txsql/engine/write.py")
+    recording = [False]
+
+    def spy(name: str) -> None:
+        real = getattr(DataFrame, name)
+
+        def spied(self: DataFrame, *args: object, **kwargs: object) -> object:
+            caller = sys._getframe(1).f_code.co_filename.replace("\\", "/")
+            if recording[0] and any(part in caller for part in own):
+                built.append(name)
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(DataFrame, name, spied)
+
+    for name in ("selectExpr", "select", "withColumn", "withColumns", "drop", "observe", "toDF"):
+        spy(name)
+    statement = "UPDATE t SET n = n * 10, v = 'x' WHERE p = 1"
+    before = table_rows(s, "t", COLUMNS)
+    recording[0] = True
+    s.sql(statement)
+    recording[0] = False
+    after = table_rows(s, "t", COLUMNS)
+    assert after == oracle(DDL, COLUMNS, before, statement)
+    assert_readers_agree(s, "t", COLUMNS, after)
+    assert sorted(built) == ["observe", "selectExpr"]

@@ -6,10 +6,10 @@ NOT NULL, CHECK constraints and generated-column checks run in the write itself
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from txsql.engine.scan_columns import sql_type
 from txsql.engine.schema import quote
@@ -88,9 +88,23 @@ def conform_to_schema(
                 )
             )
         value = "NULL" if source_name is None else quote(source_name)
-        projected.append(f"CAST({value} AS {sql_type(field.dataType)}) AS {quote(field.name)}")
+        projected.append(cast_to_column(value, field))
     # SQL text: one py4j round trip, where a Column costs several per part (scan_columns).
     return df.selectExpr(*projected)
+
+
+def typed_columns(schema_json: dict[str, Any], values: Mapping[str, str]) -> list[str]:
+    """Every table column, in order, as SQL text casting its value in ``values`` (SQL
+    text by column name; a column not there keeps the column of that name) to its type.
+    UPDATE selects these in the projection that computes the new values, where
+    :func:`conform_to_schema` would cost a projection (an analysis) of its own."""
+    fields = StructType.fromJson(schema_json).fields
+    return [cast_to_column(values.get(f.name, quote(f.name)), f) for f in fields]
+
+
+def cast_to_column(value: str, field: StructField) -> str:
+    """``value`` (SQL text) cast to ``field``'s type, named as the field."""
+    return f"CAST({value} AS {sql_type(field.dataType)}) AS {quote(field.name)}"
 
 
 def computed_columns(schema_json: dict[str, Any]) -> dict[str, str]:

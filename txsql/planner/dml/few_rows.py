@@ -117,13 +117,20 @@ class RowObserver:
     def observe(self, rows: DataFrame) -> DataFrame:
         """``rows`` counting and listing their keys in the job that reads them (once)."""
 
+        count = F.expr("count(1) AS n")
+        if not self.may_overflow:
+            # A key without the position is deterministic: the aggregate computes it, so
+            # no projection to add and drop (each is an analysis on the driver).
+            return rows.observe(
+                self.observation, count, F.expr(f"collect_list({self.key_sql}) AS keys")
+            )
         # The key is a column first: Spark evaluates observed aggregates without
         # initialising a non-deterministic input (the position in the task) itself.
         name = quote(fresh_names(["_txsql_found_key"], rows.columns)[0])
         keyed = rows.selectExpr("*", f"{self.key_sql} AS {name}")
         # collect_list skips the NULL keys of rows past the cap.
-        metrics = [F.expr("count(1) AS n"), F.expr(f"collect_list({name}) AS keys")]
-        return keyed.observe(self.observation, *metrics).drop(name)
+        keys = F.expr(f"collect_list({name}) AS keys")
+        return keyed.observe(self.observation, count, keys).drop(name)
 
     def found(self) -> dict[str, BitMap64] | None:
         """Per-file bitmaps of the rows observed, or None if the list missed some. Call it

@@ -32,7 +32,7 @@ from txsql.planner.context import RunContext
 from txsql.planner.dml.assignments import resolve_assignments
 from txsql.planner.dml.changes import StatementChanges, update_changes
 from txsql.planner.dml.column_defs import refuse_identity_updates
-from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.conform import typed_columns
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows, mark_rows_deleted
 from txsql.planner.dml.few_rows import row_observer
 from txsql.planner.dml.jobs import count_job, counting_jobs
@@ -92,13 +92,9 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 written_from = matched if observer is None else observer.observe(matched)
-                index = {column: i for i, (column, _) in enumerate(assignments)}
-                values = [
-                    quote(set_names[index[name]] if name in index else name) for name in fields
-                ]
-                new_rows = conform_to_schema(
-                    written_from.selectExpr(*values), snapshot.schema_json, None, target.display
-                )
+                # One projection picks the SET values and casts every column to its type.
+                values = {column: quote(name) for name, (column, _) in zip(set_names, assignments)}
+                new_rows = written_from.selectExpr(*typed_columns(snapshot.schema_json, values))
 
                 rewrite_started = time.perf_counter()
                 with counting_jobs() as write_jobs:
@@ -109,6 +105,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                             snapshot.table_root,
                             snapshot.metadata,
                             rewrite=True,
+                            conformed=True,
                         )
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]

@@ -7,6 +7,8 @@ itself, so it is the oracle for what the rules mean; DuckDB's delta_scan reads t
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from txsql.errors import (
     IdentityColumnError,
     NotNullViolationError,
 )
+from txsql.log.actions import Metadata
 from txsql.log.deltalog import DeltaLog
 
 pytestmark = [pytest.mark.spark]
@@ -111,3 +114,49 @@ def test_identity_column_of_a_deltalake_table_hands_out_unique_values(
     assert deltalake_rows(path, version, "id, v") == expected
     field = DeltaTable(path).schema().fields[0]
     assert int(field.metadata["delta.identity.highWaterMark"]) == 120
+
+
+def test_the_checks_cost_jvm_calls_per_rule_not_per_column(spark: Any) -> None:
+    """Building the guard is driver work in every write: wide rows cost no more JVM round
+    trips than narrow ones, and a violation still names its rule and shows the row."""
+    from py4j import clientserver
+
+    from txsql.engine.write_rules import apply_write_rules, rule_error
+
+    sent = [0]
+    real = clientserver.ClientServerConnection.send_command
+
+    caller = threading.get_ident()
+
+    def counting(self: Any, command: str) -> Any:
+        if threading.get_ident() == caller:  # py4j's garbage collection runs elsewhere
+            sent[0] += 1
+        return real(self, command)
+
+    def guarded(width: int) -> tuple[Any, int]:
+        fields = [{"name": "id", "type": "long", "nullable": False, "metadata": {}}]
+        fields += [{"name": "c0", "type": "long", "nullable": True, "metadata": {}}]
+        fields += [
+            {"name": f"w{i}", "type": "long", "nullable": True, "metadata": {}}
+            for i in range(width)
+        ]
+        metadata = Metadata("t", json.dumps({"type": "struct", "fields": fields}))
+        columns = ["CAST(NULL AS BIGINT) AS id", "5L AS c0", *(f"1L AS w{i}" for i in range(width))]
+        df = spark.range(1).selectExpr(*columns)
+        assert df.columns  # the schema is fetched before counting
+        sent[0] = 0
+        clientserver.ClientServerConnection.send_command = counting
+        try:
+            checked = apply_write_rules(df, metadata)
+        finally:
+            clientserver.ClientServerConnection.send_command = real
+        return checked, sent[0]
+
+    guarded(0)  # first calls look up JVM classes and settings once
+    (_, narrow_calls), (wide, wide_calls) = guarded(0), guarded(40)
+    assert wide_calls == narrow_calls
+    with pytest.raises(Exception) as failed:
+        wide.write.format("noop").mode("overwrite").save()
+    error = rule_error(failed.value)
+    assert isinstance(error, NotNullViolationError)
+    assert "column id is NULL" in error.message and '"c0":5' in error.message

@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -311,12 +312,12 @@ def query_mix(
     )
     for name, sql in QUERY_MIX.items():
         ours, plain = sql.format(t=table), sql.format(t="bench_plain")
-        _, txsql_best, expected = timed(lambda q=ours: session.sql(q).df.collect())
-        _, plain_best, _ = timed(lambda q=plain: spark.sql(q).collect())
+        _, txsql_best, expected = timed(partial(lambda q: session.sql(q).df.collect(), ours))
+        _, plain_best, _ = timed(partial(lambda q: spark.sql(q).collect(), plain))
         forms = []
         for view in floors:
             floor_sql = sql.format(t=view)
-            _, best, got = timed(lambda q=floor_sql: spark.sql(q).collect())
+            _, best, got = timed(partial(lambda q: spark.sql(q).collect(), floor_sql))
             forms.append(best)
             if not same(got, expected):
                 print(f"   {view} DIFFERS from txsql: {got[:3]} vs {expected[:3]}")

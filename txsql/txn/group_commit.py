@@ -67,8 +67,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# On object stores, how often (in versions) a commit lists the staged directory to sweep
-# orphans of crashed writers (Delta's default checkpoint interval).
+# How often (in versions) a commit lists the staged directory to sweep orphans of crashed
+# writers (Delta's default checkpoint interval), where it does not every time (see
+# remove_staged).
 STAGED_SWEEP_INTERVAL = 10
 # A participant's commit up to this size rides inside the coordinator record; a larger one
 # is written as a staged commit first, so that records stay quick to read back. 64 KiB

@@ -29,10 +29,13 @@ SCHEMA = json.dumps(
 )
 
 
-def make_table(warehouse: Path, name: str, conf: dict[str, str] | None = None) -> DeltaLog:
+def make_table(
+    warehouse: Path, name: str, conf: dict[str, str] | None = None, table_id: str = ""
+) -> DeltaLog:
     root = warehouse / name
     log = DeltaLog.for_path(str(root))
-    metadata = Metadata(id=f"id-{name}", schema_string=SCHEMA, configuration=conf or {})
+    table_id = table_id or f"id-{name}"
+    metadata = Metadata(id=table_id, schema_string=SCHEMA, configuration=conf or {})
     protocol = features.upgrade_for_metadata(Protocol(1, 2), metadata)
     with Transaction(log) as txn:
         txn.stage([protocol, metadata])
@@ -219,6 +222,19 @@ def test_tables_of_different_coordinators_are_refused(tmp_path: Path) -> None:
     with pytest.raises(TransactionError, match="different coordinators"):
         commit_together([(ta, ta.commit_loop("WRITE")), (tb, tb.commit_loop("WRITE"))], ["a", "b"])
     assert a.latest_version() == 0 and b.latest_version() == 0
+
+
+def test_roll_forward_never_publishes_into_a_table_created_again(tmp_path: Path, form: str) -> None:
+    import shutil
+
+    a = make_table(tmp_path, "a", ENROLLED)
+    writer(a, "f1").commit("WRITE")  # the coordinator's newest record: a's version 1
+    shutil.rmtree(a.table_root)  # DROP TABLE, then CREATE at the same place (version 0)
+    recreated = make_table(tmp_path, "a", ENROLLED, table_id="id-a-again")
+    coordinator = coordinator_at(str(tmp_path / "_txsql_coordinator"))
+    coordinator.forget()  # a fresh process rolls the newest record forward
+    assert roll_forward(coordinator) == 1
+    assert recreated.latest_version() == 0  # the old table's commit stays out
 
 
 def test_roll_forward_skips_a_table_dropped_after_its_group(tmp_path: Path) -> None:

@@ -315,10 +315,13 @@ def publish_participant(participant: Participant) -> None:
         return
     data = participant.inline_commit
     if data is not None:
-        # No staged file whose absence says "published long ago": the commit it follows
-        # is the sign. Log cleanup never deletes a table's newest commit, so if version - 1
-        # is gone too, ours was published and cleaned up since, or the table was dropped.
-        if not store.fs.exists(store.log_path(commit_name(version - 1))):
+        # No staged file whose absence says "published long ago" (a staged file goes with a
+        # dropped table too): the commit it follows is the sign. Log cleanup never deletes
+        # a table's newest commit, so if version - 1 is gone too, ours was published and
+        # cleaned up since, or the table was dropped. If it is there, the table may still
+        # be a new one created at the same place: its id says.
+        previous = store.log_path(commit_name(version - 1))
+        if not store.fs.exists(previous) or _table_replaced(store, participant):
             return
     else:
         try:

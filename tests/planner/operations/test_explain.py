@@ -91,7 +91,7 @@ def test_dml_scans_push_the_where_clause_into_the_parquet_reader(
         return wrapper
 
     monkeypatch.setattr(delete, "collect_found_rows", spy(delete.collect_found_rows, 1))
-    monkeypatch.setattr(update, "conform_to_schema", spy(update.conform_to_schema, 0))
+    monkeypatch.setattr(update, "write_data_files", spy(update.write_data_files, 1))
     assert s.sql("DELETE FROM big WHERE id = 2500").metrics["num_deleted_rows"] == 1
     assert s.sql("UPDATE big SET v = 'x' WHERE id = 2501").metrics["num_updated_rows"] == 1
     assert len(scans) == 2

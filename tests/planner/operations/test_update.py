@@ -183,13 +183,20 @@ def _big_files(s: txsql.Session, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_repeatable_update_past_the_cap_stays_exact(
     s: txsql.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past the per-task cap a second job finds the rows the first wrote, on files with
-    DVs already present; DuckDB and deltalake read what DuckDB's own UPDATE gives."""
+    """Past the per-task cap a second job reads the files again and finds the rows the
+    first wrote, on files with DVs already present; nothing is persisted (a repeatable
+    WHERE matches the same rows twice). DuckDB and deltalake read what DuckDB's own UPDATE
+    gives."""
     _big_files(s, monkeypatch)
+    persisted = _persists(monkeypatch)
     result = check_against_duckdb(s, DDL, COLUMNS, "UPDATE t SET v = 'u', p = p + 1 WHERE n = 2")
     assert (result.metrics["num_updated_rows"], result.metrics["spark_jobs"]) == (31, 2)
     check_against_duckdb(s, DDL, COLUMNS, "UPDATE t SET n = n * 10 WHERE p = 1 AND id % 7 = 3")
     assert len(table_rows(s, "t", COLUMNS)) == 160 - 32 - 2
+    # Files that may overflow the cap, a row that does not: one job, nothing persisted.
+    result = check_against_duckdb(s, DDL, COLUMNS, "UPDATE t SET v = 'w' WHERE id = 103")
+    assert (result.metrics["num_updated_rows"], result.metrics["spark_jobs"]) == (1, 1)
+    assert persisted == []
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from txsql.errors import (
 )
 from txsql.log import features
 from txsql.log.actions import AddFile
-from txsql.log.predicates import Predicate
+from txsql.log.predicates import Predicate, is_deterministic
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.reads import substitute_tables
@@ -78,6 +78,16 @@ class DmlTarget:
         if self.ref.name:
             names.append(self.ref.name.split(".")[-1])
         return tuple(names)
+
+    def rows_repeatable(self) -> bool:
+        """Whether evaluating the WHERE clause again over the snapshot surely matches the
+        same rows: deterministic in the predicate model (no subquery, no random or clock
+        function) and calling no function txsql does not know (a UDF may be random)."""
+        if self.condition is None:
+            return True
+        if not is_deterministic(self.predicate):
+            return False
+        return not any(isinstance(f, exp.Anonymous) for f in self.condition.find_all(exp.Func))
 
     def plan(self, *, whole_files: bool) -> FilePlan:
         return plan_files(self.snapshot, self.predicate, whole_files=whole_files)

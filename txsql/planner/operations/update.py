@@ -82,12 +82,13 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
             matched = drop_deleted_rows(matched, snapshot, plan.scan)
             # The write job observes the rows it writes (count and keys), so no second job
             # finds them again unless a task matched more than the driver may collect.
-            # Only then are the rows persisted: the write job fills the cache and the DV
-            # job reads it, so both see the same rows even for a non-deterministic WHERE.
-            # Even for a repeatable WHERE: on big files the overflow is the usual case,
-            # and re-reading them cost more than the persist (benchmarks/README.md, "UPDATE").
+            # Only when that second job may read rows a second evaluation could change (a
+            # non-deterministic WHERE) are they persisted: the write job fills the cache
+            # and the DV job reads it. A repeatable WHERE is read again on the rare
+            # overflow: persisting cost every big UPDATE a cache plan and build in its one
+            # job (benchmarks/README.md, "UPDATE").
             observer = row_observer(ctx.spark, row_ids, plan.scan)
-            kept = observer is None or observer.may_overflow
+            kept = observer is None or (observer.may_overflow and not target.rows_repeatable())
             if kept:
                 matched = matched.persist(StorageLevel.MEMORY_AND_DISK)
             try:

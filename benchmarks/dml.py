@@ -36,23 +36,9 @@ After every operation both tables are read by an independent reader -- DuckDB's
 -- and ``count``, ``sum(id)``, ``sum(v)`` and ``min/max(s)`` per ``k`` must be equal; it
 prints "contents match" (or the first difference).
 
-"plain Spark" is the floor Spark itself sets, timed as often in the same session on a plain
-Parquet copy of the table's starting files: DELETE collects the matching rows' file path
-and row index (what any DV delete must find), UPDATE writes the changed rows, MERGE writes
-the broadcast-joined updated rows plus the unmatched source rows. No log, no DVs, no checks.
-
-The floors (issue 22: "the measured floor, not an estimate") are plain Spark, on the same
-plain copy, doing the least any deletion-vector plan of the statement must do; their ratio to
-plain Spark is the floor of the goal for that plan, txsql/floor what txsql adds above it:
-- UPDATE, "positions floor": one scan for ``k = 7`` with ``_metadata.file_path`` and
-  ``row_index``, persisted; the changed rows are written from it and the positions collected
-  from it (2 jobs, one scan: a DV UPDATE needs both the new rows and the old positions).
-- MERGE, "narrow-join floor" (the issue's plan): (a) a scan of ``id`` + file path + row index
-  only, broadcast-joined with the source's ``id, v`` and persisted + counted (the matched
-  positions must be materialised to build DVs); the unmatched source rows are the source
-  anti-joined with those matched ids, no second target scan; (b) the full target rows joined
-  back on (file path, row index) with the broadcast matched set, updated and written with
-  the inserts as Parquet.
+"plain Spark" (bare Spark work on a plain Parquet copy of the table's starting files) and
+the floors (the least a deletion-vector plan must do) are timed as often in the same
+session; ``benchmarks/dml_peers.py`` says what each does.
 
 Prints, per operation: rows affected (and txsql's Spark jobs, ``spark_jobs``), wall time,
 bytes and files written for both, the ratios txsql/delta-rs and txsql/plain Spark, and the
@@ -73,19 +59,19 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 os.environ.setdefault("TXSQL_DRIVER_MEMORY", "4g")
+
+from dml_contents import check_contents
+from dml_peers import FLOORS, PLAIN_GOALS, floor_ops, plain_spark_ops
 
 import txsql
 from txsql.engine.spark import local_session
 
 FILES = 10
+SOURCE_VIEW = "bench_source"  # the MERGE source, a temp view
 K = "k"  # the int column's name; --k-column renames it (see main)
-CHECK_SQL = (
-    "SELECT {k}, count(*) AS n, sum(id) AS sid, sum(v) AS sv, min(s) AS smin, max(s) AS smax "
-    "FROM {table} GROUP BY {k} ORDER BY {k}"
-)
 
 
 # --- the data, once in Spark SQL and once in numpy/pyarrow (must be identical) ------------
@@ -156,49 +142,6 @@ def measured(root: str, fn: Callable[[], Any]) -> tuple[float, int, int, Any]:
     return seconds, sum(new.values()), len(new), result
 
 
-def duckdb_connection() -> Any:
-    import glob
-
-    import duckdb
-    import duckdb_extension_delta
-
-    base = os.path.dirname(duckdb_extension_delta.__file__)
-    extension = sorted(glob.glob(os.path.join(base, "extensions", "v*", "delta.duckdb_extension")))
-    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
-    con.execute(f"LOAD '{extension[-1]}'")
-    return con
-
-
-def duckdb_contents(path: str) -> list[tuple[Any, ...]]:
-    con = duckdb_connection()
-    try:
-        rows = con.execute(CHECK_SQL.format(k=K, table=f"delta_scan('{path}')")).fetchall()
-        return [tuple(r) for r in rows]
-    finally:
-        con.close()
-
-
-def deltalake_contents(path: str) -> list[tuple[Any, ...]]:
-    result = pa.table(
-        QueryBuilder()
-        .register("t", DeltaTable(path))
-        .execute(CHECK_SQL.format(k=K, table="t"))
-        .read_all()
-    )
-    return list(zip(*(result.column(i).to_pylist() for i in range(result.num_columns))))
-
-
-def check_contents(txsql_path: str, rs_path: str) -> str:
-    ours, theirs = duckdb_contents(txsql_path), deltalake_contents(rs_path)
-    if ours == theirs:
-        n = sum(r[1] for r in ours)
-        return f"contents match ({n:,} rows, {len(ours)} groups of {K})"
-    for a, b in zip(ours, theirs):
-        if a != b:
-            return f"CONTENTS DIFFER: txsql {a} vs delta-rs {b}"
-    return f"CONTENTS DIFFER: {len(ours)} vs {len(theirs)} groups"
-
-
 def data_size(root: str) -> tuple[int, int]:
     files = [n for p, n in listing(root).items() if p.endswith(".parquet")]
     return len(files), sum(files)
@@ -220,7 +163,7 @@ class Workload:
     def __init__(self, rows: int, spark: Any) -> None:
         self.rows = rows
         self.source = merge_source(rows)
-        spark.createDataFrame(self.source.to_pandas()).createOrReplaceTempView("bench_source")
+        spark.createDataFrame(self.source.to_pandas()).createOrReplaceTempView(SOURCE_VIEW)
         self.victim = rows // 2 + 17
 
     def txsql_ops(self, s: txsql.Session, path: str) -> list[Callable[[], Any]]:
@@ -229,66 +172,10 @@ class Workload:
             lambda: s.sql(f"DELETE FROM {t} WHERE id = {self.victim}"),
             lambda: s.sql(f"UPDATE {t} SET v = v + 1 WHERE {K} = 7"),
             lambda: s.sql(
-                f"MERGE INTO {t} AS t USING bench_source AS s ON t.id = s.id "
+                f"MERGE INTO {t} AS t USING {SOURCE_VIEW} AS s ON t.id = s.id "
                 "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
             ),
         ]
-
-    def plain_spark_ops(self, spark: Any, plain: str, out: str) -> list[Callable[[], Any]]:
-        """The same three statements as bare Spark work on Parquet files (see the docstring)."""
-        from pyspark.sql import functions as F
-
-        def delete() -> Any:
-            found = spark.read.parquet(plain).filter(F.col("id") == self.victim)
-            return found.select("_metadata.file_path", "_metadata.row_index").collect()
-
-        def update() -> Any:
-            changed = spark.read.parquet(plain).filter(F.col(K) == 7)
-            changed.withColumn("v", F.col("v") + 1).write.mode("append").parquet(out)
-
-        def merge() -> Any:
-            target = spark.read.parquet(plain)
-            source = spark.table("bench_source")
-            updated = target.alias("t").join(F.broadcast(source.alias("s")), "id")
-            updated = updated.select("id", f"t.{K}", F.col("s.v").alias("v"), "t.s")
-            inserted = source.join(target, "id", "left_anti")
-            updated.unionByName(inserted).write.mode("append").parquet(out)
-
-        return [delete, update, merge]
-
-    def floor_ops(self, spark: Any, plain: str, out: str) -> list[Callable[[], Any] | None]:
-        """The least a DV plan must do, as bare Spark on the plain copy (see the docstring)."""
-        from pyspark.sql import functions as F
-
-        position = [F.col("_metadata.file_path").alias("fp"), "_metadata.row_index"]
-
-        def update() -> Any:  # positions floor: one scan, persisted, feeds both outputs
-            found = spark.read.parquet(plain).filter(F.col(K) == 7).select("*", *position)
-            found = found.persist()
-            try:
-                changed = found.drop("fp", "row_index").withColumn("v", F.col("v") + 1)
-                changed.write.mode("append").parquet(out)
-                return len(found.select("fp", "row_index").collect())
-            finally:
-                found.unpersist()
-
-        def merge() -> Any:  # narrow-join floor
-            target = spark.read.parquet(plain)
-            source = spark.table("bench_source")
-            new_v = F.broadcast(source.select("id", F.col("v").alias("new_v")))
-            matched = target.select("id", *position).join(new_v, "id").persist()
-            try:
-                count = matched.count()  # (a) positions materialised, as DVs need
-                inserted = source.join(matched.select("id"), "id", "left_anti")
-                full = target.select("*", *position)
-                updated = full.join(F.broadcast(matched.drop("id")), ["fp", "row_index"])
-                updated = updated.select("id", K, F.col("new_v").alias("v"), "s")
-                updated.unionByName(inserted).write.mode("append").parquet(out)  # (b)
-                return count
-            finally:
-                matched.unpersist()
-
-        return [None, update, merge]
 
     def deltalake_ops(self, path: str) -> list[Callable[[], Any]]:
         return [
@@ -350,14 +237,6 @@ GOALS = [  # the issue's goals
     ("UPDATE 1 % of rows", "<= 1.0x delta-rs, < 5 % of its bytes"),
     ("MERGE", "<= 1.0x delta-rs, < 5 % of its bytes"),
 ]
-
-
-FLOORS = [  # the least a DV plan must do, per statement (see the docstring)
-    "",
-    "positions floor (changed rows written + positions collected, 1 persisted scan)",
-    "narrow-join floor (key scan + positions persisted, full rows joined back by position)",
-]
-PLAIN_GOALS = ["", "UPDATE <= 1.2x plain Spark", "MERGE <= 1.0x plain Spark"]
 
 
 def print_floor(i: int, runs: list[tuple[float, int, int, Any]], plain: float, ours: float) -> None:
@@ -423,7 +302,7 @@ def main() -> None:
             f"built txsql table: {n_ours} files, {fmt_bytes(size_ours)}, {built_ours:.1f} s; "
             f"delta-rs table: {n_rs} files, {fmt_bytes(size_rs)}, {built_rs:.1f} s"
         )
-        print(check_contents(ours, theirs))
+        print(check_contents(ours, theirs, K))
 
         plain, plain_out = os.path.join(tmp, "plain"), os.path.join(tmp, "plain_out")
         spark.read.parquet(
@@ -431,9 +310,11 @@ def main() -> None:
         ).write.parquet(plain)
         work = Workload(rows, spark)
         floor_out = os.path.join(tmp, "floor_out")
-        for op in work.plain_spark_ops(spark, plain, plain_out):  # warm the plain shapes
+        plain_ops = plain_spark_ops(spark, plain, plain_out, K, work.victim, SOURCE_VIEW)
+        floors = floor_ops(spark, plain, floor_out, K, SOURCE_VIEW)
+        for op in plain_ops:  # warm the plain shapes
             op()
-        for floor_op in work.floor_ops(spark, plain, floor_out):
+        for floor_op in floors:
             if floor_op is not None:
                 floor_op()
         print(
@@ -452,7 +333,7 @@ def main() -> None:
                 "plain": [],
                 "floor": [],
             }
-            floor_op = work.floor_ops(spark, plain, floor_out)[i]
+            floor_op = floors[i]
             for r in range(args.warm + args.repeat):
                 ours_copy, rs_copy = f"{ours}_{i}_{r}", f"{theirs}_{i}_{r}"
                 shutil.copytree(ours, ours_copy)
@@ -460,7 +341,7 @@ def main() -> None:
                 results = {
                     "ours": measured(ours_copy, work.txsql_ops(s, ours_copy)[i]),
                     "rs": measured(rs_copy, work.deltalake_ops(rs_copy)[i]),
-                    "plain": measured(plain_out, work.plain_spark_ops(spark, plain, plain_out)[i]),
+                    "plain": measured(plain_out, plain_ops[i]),
                 }
                 if floor_op is not None:
                     results["floor"] = measured(floor_out, floor_op)
@@ -491,7 +372,7 @@ def main() -> None:
             print(f"   goal: {goal} -> {met}")
             if runs["floor"]:
                 print_floor(i, runs["floor"], t_plain, t_ours)
-            print(f"   {check_contents(ours, theirs)}")
+            print(f"   {check_contents(ours, theirs, K)}")
     spark.stop()
 
 

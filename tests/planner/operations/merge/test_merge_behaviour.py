@@ -189,6 +189,25 @@ def test_insert_only_merge_writes_no_deletion_vectors(s: txsql.Session, spark: A
     assert actions[0]["commitInfo"]["operationMetrics"]["numSourceRows"] == "2"
 
 
+def test_small_merge_writes_one_file_per_partition_value(s: txsql.Session, spark: Any) -> None:
+    """A MERGE of a few rows into a small target is joined and written by one task: one new
+    file per partition value it writes, not one per task. Readers see the merged rows."""
+    spark.createDataFrame(
+        [(1, "A", 1), (3, "C", 2), (9, "I", 3), (10, "J", 1)], "id INT, v STRING, p INT"
+    ).repartition(4).createOrReplaceTempView("spread")
+    s.sql(
+        "MERGE INTO t USING spread AS c ON t.id = c.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    added = [a["add"] for a in _log(s, 2) if "add" in a and not a["add"].get("deletionVector")]
+    assert sorted(a["partitionValues"]["p"] for a in added) == ["1", "2", "3"]
+    expected = Counter(
+        [(1, "A", 1), (2, "b", 1), (3, "C", 2), (4, "d", 2), (9, "I", 3), (10, "J", 1)]
+    )
+    assert _txsql_rows(s) == expected
+    assert _readers(s.table("t").location, 2) == (expected, expected)
+
+
 def test_empty_source_matches_nothing_and_by_source_sees_every_row(
     s: txsql.Session, spark: Any
 ) -> None:

@@ -197,7 +197,15 @@ def _execute(
                 rows = None
                 if small:
                     summary = run_small_target(
-                        plan, target_df, src, files, types, drop_deleted, write, new_files
+                        plan,
+                        target_df,
+                        src,
+                        num_source,
+                        files,
+                        types,
+                        drop_deleted,
+                        write,
+                        new_files,
                     )
                 else:
                     classified = mx.classify(

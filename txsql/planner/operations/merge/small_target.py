@@ -14,6 +14,10 @@ and a second one to read back for the summary). One write job does it all:
   one key per target row, at most ``DIRECT_ROWS``, whatever the duplicate matches; the
   duplicate check compares the acting pairs counted with the distinct acting keys.
 
+With few rows on both sides (target and source together at most ``_ONE_TASK_ROWS``) the
+job is one task, which writes one file per partition value instead of one per task and
+value, and finishes sooner.
+
 The observed counts, keys and written files come from one pass, so the written rows, the
 rows marked deleted and the conflict check's matched rows are the same rows even for
 non-deterministic conditions or values. Only the source is persisted (it is read by the
@@ -36,7 +40,7 @@ from txsql.planner.dml.dv_writes import DIRECT_ROWS, bitmaps_by_crc, crc_paths
 from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.plan import MATCHED, NOT_MATCHED, MergePlan
 from txsql.planner.operations.merge.summary import Summary
-from txsql.txn.rowlevel import num_records
+from txsql.txn.rowlevel import total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation
@@ -47,6 +51,9 @@ above ``DIRECT_ROWS``) run as one query; tests set it to 0 to run the persisted 
 # The anti-join scans the target a second time, so big targets keep the persisted join
 # (figures: benchmarks/README.md, "MERGE into a small target").
 _DEFAULT_MAX_ROWS = 100_000
+# Target plus source rows up to this are joined and written by one task (benchmarks/README.md,
+# "MERGE into a small target").
+_ONE_TASK_ROWS = 10_000
 _ROW_BITS = 32  # a key is crc32(file) << 32 | row index
 _ACTING, _IDLE, _COUNTS = "acting", "idle", "counts"  # observed metrics
 
@@ -61,15 +68,16 @@ def small_target(plan: MergePlan, files: Sequence[AddFile], change_feed: bool) -
         return False
     if change_feed or crc_paths(files) is None:
         return False
-    counts = [num_records(f.stats) for f in files]
+    total = total_records(files)
     limit = int(os.environ.get(SMALL_TARGET_ROWS_ENV, _DEFAULT_MAX_ROWS))
-    return None not in counts and sum(c or 0 for c in counts) <= min(limit, DIRECT_ROWS)
+    return total is not None and total <= min(limit, DIRECT_ROWS)
 
 
 def run_small_target(
     plan: MergePlan,
     target: DataFrame,
     source: DataFrame,
+    num_source: int,
     files: Sequence[AddFile],
     column_types: dict[str, str],
     drop_deleted: Callable[[DataFrame], DataFrame] | None,
@@ -82,6 +90,7 @@ def run_small_target(
         plan: The resolved MERGE (:func:`small_target` holds).
         target: The target scan with row ids, ignoring DVs when ``drop_deleted`` is given.
         source: The persisted source from :func:`~.execute.with_source_marker`.
+        num_source: Its rows.
         files: The target files scanned.
         column_types: Target column -> Spark SQL type.
         drop_deleted: Drops the joined rows of DV-deleted target rows (see ``classify``).
@@ -102,6 +111,9 @@ def run_small_target(
         rest = mx.unmatched_by_anti_join(plan, target, source, column_types, drop_deleted)
         parts.append(rest.observe(inserts_seen, _counts(plan.indexes(NOT_MATCHED))))
     rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    if (total_records(files) or 0) + num_source <= _ONE_TASK_ROWS:
+        # Spark would write one tiny file per task and partition value; one task is faster.
+        rows = rows.coalesce(1)
     if plan.indexes(actions=("update", "insert")):
         written += write(rows)
     else:  # DELETE only: nothing to write, the job only observes

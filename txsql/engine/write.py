@@ -56,6 +56,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+ONE_TASK_ROWS = 10_000
+"""Rows few enough to write in one task (``DataFrame.coalesce(1)`` before the write):
+Spark would write a tiny file per task and partition value, and one task finishes sooner
+(benchmarks/README.md, "MERGE into a small target")."""
+
+
 def write_data_files(
     spark: SparkSession,
     df: DataFrame,

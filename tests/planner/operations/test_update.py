@@ -80,6 +80,16 @@ def test_updates_match_duckdb_and_other_readers(
     check_against_duckdb(s, DDL, COLUMNS, "UPDATE t SET v = 'never' WHERE id > 100")
 
 
+def test_small_update_writes_one_file_per_partition_value(s: txsql.Session) -> None:
+    """The changed rows of a small table are written by one task: one new file per partition
+    value, not one per file read. DuckDB's own UPDATE gives the same rows."""
+    _create(s, partitioned=True)  # two INSERTs: partition 1 has a file from each
+    parquet_before = files(s, "t", ".parquet")
+    check_against_duckdb(s, DDL, COLUMNS, "UPDATE t SET v = 'u' WHERE p IN (1, 2)")
+    new = sorted(f.split("/")[0] for f in files(s, "t", ".parquet") - parquet_before)
+    assert new == ["p=1", "p=2"]
+
+
 def test_update_of_a_partition_column_moves_rows(s: txsql.Session) -> None:
     _create(s, partitioned=True)
     result = s.sql("UPDATE t SET p = 9 WHERE id IN (1, 3)")

@@ -220,7 +220,7 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     )
     if _is_values(statement):
         # A VALUES list is a handful of rows on the driver, which Spark spreads over one task
-        # per core: a tiny file each. One task writes one file and is measurably faster.
+        # per core: a tiny file each (see ONE_TASK_ROWS).
         df = df.coalesce(1)
     adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata, identity=True)
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])

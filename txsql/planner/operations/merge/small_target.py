@@ -14,9 +14,9 @@ and a second one to read back for the summary). One write job does it all:
   one key per target row, at most ``DIRECT_ROWS``, whatever the duplicate matches; the
   duplicate check compares the acting pairs counted with the distinct acting keys.
 
-With few rows on both sides (target and source together at most ``_ONE_TASK_ROWS``) the
-job is one task, which writes one file per partition value instead of one per task and
-value, and finishes sooner.
+With few rows on both sides (target and source together at most
+:data:`~txsql.engine.write.ONE_TASK_ROWS`) the job is one task, which writes one file per
+partition value instead of one per task and value, and finishes sooner.
 
 The observed counts, keys and written files come from one pass, so the written rows, the
 rows marked deleted and the conflict check's matched rows are the same rows even for
@@ -35,6 +35,7 @@ import numpy as np
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
+from txsql.engine.write import ONE_TASK_ROWS
 from txsql.log.actions import AddFile
 from txsql.planner.dml.dv_writes import DIRECT_ROWS, bitmaps_by_crc, crc_paths
 from txsql.planner.operations.merge import execute as mx
@@ -51,9 +52,6 @@ above ``DIRECT_ROWS``) run as one query; tests set it to 0 to run the persisted 
 # The anti-join scans the target a second time, so big targets keep the persisted join
 # (figures: benchmarks/README.md, "MERGE into a small target").
 _DEFAULT_MAX_ROWS = 100_000
-# Target plus source rows up to this are joined and written by one task (benchmarks/README.md,
-# "MERGE into a small target").
-_ONE_TASK_ROWS = 10_000
 _ROW_BITS = 32  # a key is crc32(file) << 32 | row index
 _ACTING, _IDLE, _COUNTS = "acting", "idle", "counts"  # observed metrics
 
@@ -111,8 +109,7 @@ def run_small_target(
         rest = mx.unmatched_by_anti_join(plan, target, source, column_types, drop_deleted)
         parts.append(rest.observe(inserts_seen, _counts(plan.indexes(NOT_MATCHED))))
     rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    if (total_records(files) or 0) + num_source <= _ONE_TASK_ROWS:
-        # Spark would write one tiny file per task and partition value; one task is faster.
+    if (total_records(files) or 0) + num_source <= ONE_TASK_ROWS:
         rows = rows.coalesce(1)
     if plan.indexes(actions=("update", "insert")):
         written += write(rows)

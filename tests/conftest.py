@@ -6,11 +6,15 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.fixture_paths import find_fixtures
 from tests.notebooks.runner import RUNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 FIXTURES = find_fixtures()
 
@@ -31,7 +35,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark() -> Iterator[SparkSession]:
     from txsql.engine.spark import local_session
 
     session = local_session("local[2]", "txsql-tests")

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +41,9 @@ from txsql.errors import (
     VersionNotFoundError,
 )
 from txsql.log.deltalog import DeltaLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 Damage = Callable[[Path], None]
 
@@ -323,7 +327,7 @@ def test_writer_refuses_to_fill_a_gap_below_it(pristine: Path, tmp_path: Path) -
 
 
 @pytest.fixture()
-def session(spark: object, tmp_path: Path) -> object:
+def session(spark: SparkSession, tmp_path: Path) -> object:
     import txsql
 
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))

@@ -5,15 +5,21 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 pytestmark = pytest.mark.spark
 
 
-def test_readme_tour_runs(spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_tour_runs(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks, "the README has a python tour"
     monkeypatch.chdir(tmp_path)  # the default warehouse is ./txsql-warehouse

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,6 +19,9 @@ from txsql.errors import (
     TxSqlError,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 FETCHES: dict[str, Callable[[txsql.Result], Any]] = {
@@ -30,7 +33,7 @@ FETCHES: dict[str, Callable[[txsql.Result], Any]] = {
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE h (id BIGINT, n INT)")
     session.sql("INSERT INTO h VALUES (1, 2147483647), (2, 0)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,11 +20,14 @@ from txsql.errors import (
     VersionNotFoundError,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

@@ -18,13 +18,16 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pytest
 
 import txsql
 from txsql.errors import TxSqlError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 N = int(os.environ.get("TXSQL_FUZZ_N", "8"))
 SEED = int(os.environ.get("TXSQL_FUZZ_SEED", "20261124"))
@@ -185,7 +188,7 @@ def _duck_rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]
 
 
 @pytest.fixture()
-def tables(spark: object, tmp_path: Path) -> tuple[txsql.Session, duckdb.DuckDBPyConnection]:
+def tables(spark: SparkSession, tmp_path: Path) -> tuple[txsql.Session, duckdb.DuckDBPyConnection]:
     s = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     ddl = ", ".join(f"{spark_quote(n)} {t}" for n, t, _ in COLUMNS)
     s.sql(f"CREATE TABLE fz ({ddl}) TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,6 +23,9 @@ from txsql.errors import (
     PartitionValueTooLongError,
     StorageWriteError,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # What a write job's failure looks like: the data exception is wrapped in TASK_WRITE_FAILED.
 WRITE_FAILED = """An error occurred while calling o120.parquet.
@@ -93,7 +96,7 @@ def test_too_long_partition_directories_are_recognised() -> None:
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

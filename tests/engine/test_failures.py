@@ -6,6 +6,7 @@ import glob
 import inspect
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
@@ -14,6 +15,9 @@ import txsql
 import txsql.errors as errors
 from txsql.engine.failures import typed_engine_error
 from txsql.planner.sql.script import parse_script
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 WORKER_TEXT = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
@@ -83,7 +87,7 @@ def test_nested_parentheses_get_a_typed_error_with_position() -> None:
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

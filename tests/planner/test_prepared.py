@@ -8,7 +8,7 @@ txsql); the files under the warehouse are looked at directly.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,11 +25,14 @@ from txsql.errors import (
     TransactionError,
 )
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 ENROL = "TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')"
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> Session:
+def s(spark: SparkSession, tmp_path: Path) -> Session:
     return Session(spark, warehouse=str(tmp_path / "wh"))  # type: ignore[arg-type]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
@@ -16,12 +17,15 @@ from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql import Session
 from txsql.errors import CommitConflictError, TableNotEnrolledError, TransactionAbortedError
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 ENROL = "TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')"
 GROUP_TAG = "delta.multiTableTransaction.transactionId"
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> Session:
+def s(spark: SparkSession, tmp_path: Path) -> Session:
     return Session(spark, warehouse=str(tmp_path / "wh"))  # type: ignore[arg-type]
 
 

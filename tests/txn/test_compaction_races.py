@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,6 +18,9 @@ import txsql
 from tests.interop.readers import duckdb_rows
 from txsql.errors import ConcurrentDeleteReadError
 from txsql.log.actions import AddFile, RemoveFile
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +54,7 @@ DML: dict[str, tuple[str, Callable[[Rows], Rows]]] = {
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE t (id INT, v INT)")
     session.sql("INSERT INTO t VALUES (1, 0), (2, 0), (3, 0), (4, 0)")

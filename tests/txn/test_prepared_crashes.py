@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +20,9 @@ from tests.txn import processes
 from tests.txn.multi_crash_writer import TABLES
 from txsql import Session
 from txsql.errors import PreparedTransactionNotFoundError, PreparedTransactionRolledBackError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def run_child(warehouse: Path, *args: str, crash_at: str | None = None) -> int:
@@ -58,7 +62,7 @@ def warehouse(tmp_path: Path) -> Path:
     return wh
 
 
-def session(spark: object, warehouse: Path) -> Session:
+def session(spark: SparkSession, warehouse: Path) -> Session:
     return Session(spark, warehouse=str(warehouse))  # type: ignore[arg-type]
 
 
@@ -71,7 +75,7 @@ def prepared_listed(s: Session, prepared_id: str) -> set[str]:
 
 @pytest.mark.parametrize("phase", ["prepare_staged_1", "prepare_staged_3"])
 def test_killed_before_its_record_nothing_is_prepared(
-    spark: object, warehouse: Path, phase: str
+    spark: SparkSession, warehouse: Path, phase: str
 ) -> None:
     assert run_child(warehouse, "prepare", "p", crash_at=phase) == -signal.SIGKILL
     s = session(spark, warehouse)
@@ -82,7 +86,7 @@ def test_killed_before_its_record_nothing_is_prepared(
 
 
 def test_killed_after_prepare_it_is_listed_and_committed_elsewhere(
-    spark: object, warehouse: Path
+    spark: SparkSession, warehouse: Path
 ) -> None:
     assert run_child(warehouse, "prepare", "p", crash_at="prepared_recorded") == -signal.SIGKILL
     s = session(spark, warehouse)
@@ -96,7 +100,9 @@ def test_killed_after_prepare_it_is_listed_and_committed_elsewhere(
     assert group_rows_seen(warehouse) == [True] * 3
 
 
-def test_killed_after_prepare_it_is_rolled_back_elsewhere(spark: object, warehouse: Path) -> None:
+def test_killed_after_prepare_it_is_rolled_back_elsewhere(
+    spark: SparkSession, warehouse: Path
+) -> None:
     files_before = parquet_files(warehouse)
     assert run_child(warehouse, "prepare", "p", crash_at="prepared_recorded") == -signal.SIGKILL
     assert parquet_files(warehouse) == files_before + 3
@@ -111,7 +117,7 @@ def test_killed_after_prepare_it_is_rolled_back_elsewhere(spark: object, warehou
 
 @pytest.mark.parametrize("phase", ["prepared_ratified", "mtx_published_1", "mtx_published_2"])
 def test_a_commit_prepared_killed_midway_is_completed(
-    spark: object, warehouse: Path, phase: str
+    spark: SparkSession, warehouse: Path, phase: str
 ) -> None:
     assert run_child(warehouse, "prepare", "p") == 0
     assert run_child(warehouse, "commit", "p", crash_at=phase) == -signal.SIGKILL
@@ -122,7 +128,9 @@ def test_a_commit_prepared_killed_midway_is_completed(
     assert group_rows_seen(warehouse) == [True] * 3
 
 
-def test_a_rollback_killed_after_its_decision_is_completed(spark: object, warehouse: Path) -> None:
+def test_a_rollback_killed_after_its_decision_is_completed(
+    spark: SparkSession, warehouse: Path
+) -> None:
     files_before = parquet_files(warehouse)
     assert run_child(warehouse, "prepare", "p") == 0
     killed = run_child(warehouse, "rollback", "p", crash_at="prepared_rollback_decided")

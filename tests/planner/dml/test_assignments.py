@@ -10,13 +10,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import txsql
 from tests.interop.readers import duckdb_rows
 from txsql.errors import SchemaError, SqlError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -40,7 +43,7 @@ Rows = dict[int, dict[str, Any]]
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,11 +17,14 @@ from txsql.planner.dml.row_check import SparkRowChecker
 from txsql.storage.filesystem import LocalFileIO
 from txsql.txn.transaction import Transaction
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE t (id BIGINT, p INT)")
     for low in (0, 10, 20):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pyspark.sql.classic.dataframe import DataFrame
@@ -21,6 +21,9 @@ import txsql
 from tests.planner.dml_helpers import check_against_duckdb, table_rows
 from txsql.planner.dml import dv_writes, few_rows
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 DDL = "id BIGINT, v VARCHAR, k INTEGER"
@@ -28,7 +31,7 @@ COLUMNS = "id, v, k"
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE t (id BIGINT, v STRING, k INT)")
     for low in (0, 100):  # two files of 40 rows

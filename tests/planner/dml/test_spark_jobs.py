@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import txsql
 from tests.planner.dml_helpers import check_against_duckdb
 from txsql.planner.dml import live_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -27,7 +30,7 @@ COLUMNS = "id, v, k"
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

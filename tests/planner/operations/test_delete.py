@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,6 +17,9 @@ from tests.planner.dml_helpers import (
     table_rows,
 )
 from txsql.errors import SqlError, TableNotFoundError, TxSqlError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +43,7 @@ DELETE_METRICS = {
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

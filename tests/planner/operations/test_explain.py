@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import txsql
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     session = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
     session.sql("CREATE TABLE t (id BIGINT, v STRING, p STRING) PARTITIONED BY (p)")
     session.sql("INSERT INTO t VALUES (1, 'a', 'x'), (2, 'b', 'x'), (3, 'c', 'y')")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,13 +19,16 @@ from txsql.errors import ChangeDataFeedError, SqlError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.history import commit_timestamps
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 COLUMNS = ("id", "v", "p")
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

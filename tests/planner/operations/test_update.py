@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +20,9 @@ from tests.planner.dml_helpers import (
 )
 from txsql.errors import NotNullViolationError, SchemaError, SqlError, TxSqlError
 from txsql.planner.dml import live_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -42,7 +46,7 @@ UPDATE_METRICS = {
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

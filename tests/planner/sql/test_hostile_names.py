@@ -8,7 +8,7 @@ final version too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pytest
@@ -17,12 +17,15 @@ import txsql
 from tests.interop.readers import duckdb_rows
 from txsql.errors import SqlError
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 # Columns named like the hidden scan columns, Spark's metadata struct and txsql helpers.
 HOSTILE = ["_file", "_row_index", "_metadata", "_txsql_fk", "_txsql_ri", "__txsql_set_0"]
 
 
 @pytest.fixture()
-def s(spark: object, tmp_path: Path) -> txsql.Session:
+def s(spark: SparkSession, tmp_path: Path) -> txsql.Session:
     return txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))
 
 

@@ -16,6 +16,7 @@ import os
 import random
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlglot
@@ -24,6 +25,9 @@ import txsql
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import plan_files, to_predicate
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -114,7 +118,7 @@ def _valid(spark, predicates: list[str]) -> list[str]:  # type: ignore[no-untype
 
 
 @pytest.fixture(scope="module")
-def table(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pruning")
     s = txsql.Session(spark=spark, warehouse=str(root / "wh"))
     s.sql(f"CREATE TABLE t ({COLUMNS}) PARTITIONED BY (p)")

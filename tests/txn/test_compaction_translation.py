@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 
 from tests.txn.harness import Lab
 from txsql.errors import CommitConflictError, ConcurrentDeleteReadError
-from txsql.log.actions import Action, AddFile
+from txsql.log.actions import Action, AddFile, RemoveFile
 from txsql.log.predicates import TRUE, Column, Comparison, Literal
 from txsql.txn.result import CommitResult
 from txsql.txn.rowmap import (
@@ -122,7 +122,7 @@ def _commit_compaction(lab: Lab, sources: Sequence[AddFile], name: str = "opt") 
 
 
 def _remember_output(lab: Lab, actions: Sequence[Action]) -> None:
-    removed = [a for a in actions if not isinstance(a, AddFile)]
+    removed = [a for a in actions if isinstance(a, RemoveFile)]
     (out,) = [a for a in actions if isinstance(a, AddFile)]
     snapshot = {f.path: f for f in lab.log.snapshot().files}
     _OUTPUT_IDS[out.path] = [i for r in removed for i in _live_ids(lab, snapshot[r.path])]

@@ -38,7 +38,7 @@ class CountingFileIO:
 
 def coordinator_with(records: int) -> CountingFileIO:
     fs = CountingFileIO()
-    writer = Coordinator(ROOT, fs)  # type: ignore[arg-type]
+    writer = Coordinator(ROOT, fs)
     for position in range(records):
         assert writer.ratify(GroupRecord(position, f"g{position}", 0, ()))
     fs.calls.clear()
@@ -48,7 +48,7 @@ def coordinator_with(records: int) -> CountingFileIO:
 def fresh_lookup(fs: CountingFileIO) -> tuple[int, Counter[str]]:
     """What a process that knows nothing yet finds, and the calls it took."""
     fs.calls.clear()
-    latest = Coordinator(ROOT, fs).latest_position()  # type: ignore[arg-type]
+    latest = Coordinator(ROOT, fs).latest_position()
     return latest, Counter(fs.calls)
 
 
@@ -82,12 +82,12 @@ def test_an_unreadable_or_stale_hint_costs_probes_not_correctness(hint: bytes) -
 
 def test_a_known_position_probes_forward_from_itself() -> None:
     fs = coordinator_with(10)
-    reader = Coordinator(ROOT, fs)  # type: ignore[arg-type]
+    reader = Coordinator(ROOT, fs)
     reader.mark_published(9)
     fs.calls.clear()
     assert reader.latest_position() == 9
     assert fs.calls == Counter(exists=1), "nothing new: one probe"
-    writer = Coordinator(ROOT, fs)  # type: ignore[arg-type]
+    writer = Coordinator(ROOT, fs)
     for position in range(10, 300):
         assert writer.ratify(GroupRecord(position, f"g{position}", 0, ()))
     fs.calls.clear()

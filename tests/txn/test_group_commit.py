@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,12 +51,12 @@ def add(log: DeltaLog, name: str) -> AddFile:
     return AddFile(f"{name}.parquet", {}, 10, 1, data_change=True, stats=stats)
 
 
-def raw_commit(log: DeltaLog, version: int) -> list[dict[str, object]]:
+def raw_commit(log: DeltaLog, version: int) -> list[dict[str, Any]]:
     text = (Path(log.table_root) / "_delta_log" / f"{version:020d}.json").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def records(warehouse: Path) -> list[dict[str, object]]:
+def records(warehouse: Path) -> list[dict[str, Any]]:
     directory = warehouse / "_txsql_coordinator"
     names = (
         sorted(n for n in os.listdir(directory) if n.endswith(".json"))
@@ -131,7 +132,7 @@ def test_a_large_commit_is_staged_and_a_small_one_rides_inline(
     monkeypatch.setattr(group_commit, "INLINE_MAX_BYTES", 2000)  # one add fits, 20 do not
     assert commit_both(writer(a, "one"), writer(b, "many", files=20)) == [1, 1]
     (record,) = records(tmp_path)
-    small, large = record["participants"]  # type: ignore[misc]
+    small, large = record["participants"]
     assert "inlineCommit" in small and "stagedCommit" not in small
     assert "stagedCommit" in large and "inlineCommit" not in large
     adds = [x for x in raw_commit(b, 1) if "add" in x]
@@ -145,7 +146,7 @@ def test_single_table_commit_to_an_enrolled_table_goes_through_the_coordinator(
     a = make_table(tmp_path, "a", ENROLLED)
     writer(a, "f1").commit("WRITE")
     writer(a, "f2").commit("WRITE")
-    assert [[p["version"] for p in r["participants"]] for r in records(tmp_path)] == [[1], [2]]  # type: ignore[index]
+    assert [[p["version"] for p in r["participants"]] for r in records(tmp_path)] == [[1], [2]]
 
 
 def test_plain_tables_never_touch_the_coordinator(tmp_path: Path) -> None:
@@ -187,7 +188,7 @@ def test_roll_forward_publishes_a_ratified_record(tmp_path: Path, form: str) -> 
     commit_both(writer(a, "fa"), tb)
     # Simulate a crash after ratification: unpublish b's version 1 (its staged file, when
     # it has one, is what a crashed writer would have left).
-    participant = records(tmp_path)[0]["participants"][1]  # type: ignore[index]
+    participant = records(tmp_path)[0]["participants"][1]
     log_dir = Path(b.table_root) / "_delta_log"
     published = log_dir / f"{1:020d}.json"
     if form == "staged":
@@ -200,7 +201,7 @@ def test_roll_forward_publishes_a_ratified_record(tmp_path: Path, form: str) -> 
     coordinator.forget()  # a fresh process knows nothing
     assert roll_forward(coordinator) == 1
     info = next(a["commitInfo"] for a in raw_commit(b, 1) if "commitInfo" in a)
-    assert info["txnId"] == tb.txn_id  # type: ignore[index]
+    assert info["txnId"] == tb.txn_id
 
 
 def test_a_commit_behind_the_coordinators_back_is_reported(tmp_path: Path) -> None:

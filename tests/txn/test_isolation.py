@@ -7,12 +7,12 @@ from pyroaring import BitMap64
 
 from tests.txn.harness import Lab
 from txsql.errors import CommitRetriesExceededError, ConcurrentAppendError, TransactionError
-from txsql.log.actions import AddFile, Metadata
-from txsql.log.predicates import Column, Comparison, Literal
+from txsql.log.actions import AddFile, Metadata, RemoveFile
+from txsql.log.predicates import Column, Comparison, Literal, LiteralValue
 from txsql.txn.isolation import IsolationLevel
 
 
-def eq(col: str, value: object) -> Comparison:
+def eq(col: str, value: LiteralValue) -> Comparison:
     return Comparison("=", Column(col), Literal(value))
 
 
@@ -114,6 +114,7 @@ def test_overlay_snapshot_reads_own_writes_and_nets_out_actions() -> None:
     txn.stage([*second, lab.remove(new)])
     staged = txn.staged
     assert [type(a).__name__ for a in staged] == ["RemoveFile", "AddFile"]
+    assert isinstance(staged[0], RemoveFile)
     assert staged[0].deletion_vector is None, "net remove is of the logged version"
     final = txn.current_snapshot()
     assert final is not None and [x.path for x in final.files] == ["f.parquet"]

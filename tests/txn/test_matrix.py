@@ -149,7 +149,7 @@ def _begin(table: Table, kind: str, row: int) -> Transaction:
     return txn
 
 
-def _cases() -> list[object]:
+def _cases() -> list[pytest.ParameterSet]:
     out = []
     for ours, winner, overlap, outcomes in MATRIX:
         for (level, row_level), outcome in zip(SETTINGS, outcomes.split()):

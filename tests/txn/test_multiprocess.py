@@ -61,7 +61,7 @@ def test_two_processes_append_200_times_each(tmp_path: Path) -> None:
     assert log.store.list_commits() == list(range(total + 1)), "contiguous versions 0..400"
     snapshot = DeltaLog.for_path(root).snapshot()
     assert snapshot.version == total
-    rows = set()
+    rows: set[tuple[int, int]] = set()
     for f in snapshot.files:
         table = pq.read_table(os.path.join(root, f.path))
         rows.update(zip(table["writer"].to_pylist(), table["seq"].to_pylist()))

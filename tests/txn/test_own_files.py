@@ -167,7 +167,7 @@ def test_a_statement_refused_at_commit_deletes_its_files(s: txsql.Session, state
 
 
 def _before_commit(
-    monkeypatch: pytest.MonkeyPatch, operation: str, action: Callable[[], None]
+    monkeypatch: pytest.MonkeyPatch, operation: str, action: Callable[[], object]
 ) -> None:
     real = Transaction.commit
     done: list[bool] = []

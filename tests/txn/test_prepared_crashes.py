@@ -63,7 +63,7 @@ def warehouse(tmp_path: Path) -> Path:
 
 
 def session(spark: SparkSession, warehouse: Path) -> Session:
-    return Session(spark, warehouse=str(warehouse))  # type: ignore[arg-type]
+    return Session(spark, warehouse=str(warehouse))
 
 
 def prepared_listed(s: Session, prepared_id: str) -> set[str]:

@@ -11,7 +11,7 @@ import contextlib
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import txsql
 from tests.txn import test_transfers as transfers
@@ -71,7 +71,7 @@ def test_a_half_published_group_is_hidden_until_it_is_whole(
 
     group_stopped_at([a, b], "txsql.txn.coordinator", "mtx_published_1", monkeypatch)
     published = [t.latest_version() for t in (a, b)]
-    assert sorted(published) == [0, 1]  # exactly one table published
+    assert sorted(cast("list[int]", published)) == [0, 1]  # exactly one table published
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [0, 0]
 
 

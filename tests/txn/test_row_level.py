@@ -16,12 +16,12 @@ from txsql.errors import (
 )
 from txsql.log.actions import AddFile, RemoveFile
 from txsql.log.codec import decode_commit
-from txsql.log.predicates import Column, Comparison, Literal, Predicate
+from txsql.log.predicates import Column, Comparison, Literal, LiteralValue, Predicate
 from txsql.txn.rowlevel import loosen_stats
 from txsql.txn.transaction import Transaction
 
 
-def eq(col: str, value: object) -> Comparison:
+def eq(col: str, value: LiteralValue) -> Comparison:
     return Comparison("=", Column(col), Literal(value))
 
 
@@ -369,7 +369,7 @@ def test_winner_re_adding_the_file_without_a_dv_revives_every_row() -> None:
 def test_we_removed_the_whole_file_and_the_winner_revived_a_row_we_did_not_match() -> None:
     lab = _shrunk_table(rows=4)
     f = lab.current("f.parquet")
-    ours = Transaction(lab.log, row_predicate_checker=FakeRowHook())  # type: ignore[arg-type]
+    ours = Transaction(lab.log, row_predicate_checker=FakeRowHook())
     ours.snapshot()
     ours.record_scan(ge("id", 2), [f], {f.path: BitMap64([2, 3])})
     ours.stage([lab.remove(f)])  # rows 2, 3 were the last live ones
@@ -398,7 +398,7 @@ def test_winner_deleting_and_reviving_checks_both_sets() -> None:
 def test_serializable_reader_sees_revived_rows_as_added() -> None:
     lab = _shrunk_table(isolation="Serializable")
     f = lab.current("f.parquet")
-    ours = Transaction(lab.log, row_predicate_checker=FakeRowHook())  # type: ignore[arg-type]
+    ours = Transaction(lab.log, row_predicate_checker=FakeRowHook())
     ours.snapshot()
     ours.record_scan(eq("id", 1), [f], {f.path: BitMap64()})  # SELECT ... WHERE id = 1: none
     ours.stage([lab.file("other", [100])])

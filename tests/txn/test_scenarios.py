@@ -35,15 +35,7 @@ from txsql.errors import (
 )
 from txsql.log.actions import AddFile, DomainMetadata, Metadata, RemoveFile, SetTransaction
 from txsql.log.codec import encode_commit
-from txsql.log.predicates import (
-    TRUE,
-    And,
-    Column,
-    Comparison,
-    In,
-    Literal,
-    Or,
-)
+from txsql.log.predicates import TRUE, And, Column, Comparison, In, Literal, LiteralValue, Or
 from txsql.log.schema import parse_schema
 from txsql.storage import LogStore, MemoryFileIO
 from txsql.txn.readset import norm_path
@@ -53,7 +45,7 @@ OK = None  # expected outcome: our transaction commits
 Outcome = type[Exception] | None
 
 
-def eq(col: str, value: object) -> Comparison:
+def eq(col: str, value: LiteralValue) -> Comparison:
     return Comparison("=", Column(col), Literal(value))
 
 
@@ -96,7 +88,7 @@ def scenario(
     return register
 
 
-def _seed(lab: Lab, *specs: tuple[str, range, dict[str, str]]) -> dict[str, object]:
+def _seed(lab: Lab, *specs: tuple[str, range, dict[str, str]]) -> dict[str, AddFile]:
     files = {name: lab.file(name, ids, part) for name, ids, part in specs}
     lab.commit(list(files.values()), blind=True)
     return files
@@ -118,7 +110,7 @@ def s01b(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {}))
     ours = lab.txn()
     ours.stage([lab.file("mine", range(3))])
-    lab.commit([lab.remove(files["a"]), lab.file("b", range(3))], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["a"]), lab.file("b", range(3))], "DELETE")
     return ours
 
 
@@ -166,7 +158,7 @@ def s05a(lab: Lab) -> Transaction:
     files = _seed(lab, ("b", range(3), {"x": "2"}))
     ours = lab.txn()
     ours.record_scan(eq("x", 1), [])
-    lab.commit([lab.remove(files["b"])], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["b"])], "DELETE")
     return ours
 
 
@@ -184,8 +176,8 @@ def s05b(lab: Lab) -> Transaction:
 def _write_into_x1(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 1), [files["a"]])  # type: ignore[list-item]
-    ours.stage([lab.remove(files["a"]), lab.file("a2", range(3), {"x": "1"})])  # type: ignore[arg-type]
+    ours.record_scan(eq("x", 1), [files["a"]])
+    ours.stage([lab.remove(files["a"]), lab.file("a2", range(3), {"x": "1"})])
     return ours
 
 
@@ -212,7 +204,7 @@ def s08(lab: Lab) -> Transaction:
 def s09(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 1), [files["a"]])  # type: ignore[list-item]
+    ours.record_scan(eq("x", 1), [files["a"]])
     lab.commit([lab.file("new", range(3), {"x": "1"})], blind=True)
     return ours
 
@@ -231,8 +223,8 @@ def s10(lab: Lab) -> Transaction:
 def s11(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 1), [files["a"]])  # type: ignore[list-item]
-    lab.commit([lab.remove(files["a"])], "DELETE")  # type: ignore[arg-type]
+    ours.record_scan(eq("x", 1), [files["a"]])
+    lab.commit([lab.remove(files["a"])], "DELETE")
     return ours
 
 
@@ -240,8 +232,8 @@ def s11(lab: Lab) -> Transaction:
 def s12(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {}))
     ours = lab.txn()
-    ours.stage([lab.remove(files["a"])])  # type: ignore[arg-type]
-    lab.commit([lab.remove(files["a"])], "DELETE")  # type: ignore[arg-type]
+    ours.stage([lab.remove(files["a"])])
+    lab.commit([lab.remove(files["a"])], "DELETE")
     return ours
 
 
@@ -253,7 +245,7 @@ def s13(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {}))
     ours = lab.txn()
     assert ours.read_metadata() is not None
-    ours.record_scan(TRUE, [files["a"]])  # type: ignore[list-item]
+    ours.record_scan(TRUE, [files["a"]])
     ours.stage([lab.file("mine", range(3))])
     cols = [*parse_schema(lab.metadata.schema_string).names, "extra"]
     schema = lab.metadata.schema_string.replace(
@@ -288,7 +280,7 @@ def s16(lab: Lab) -> Transaction:
     ours = lab.txn()
     ours.mark_read_whole_table()
     ours.stage([lab.file("mine", range(3))])
-    lab.commit([lab.remove(files["a"])], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["a"])], "DELETE")
     return ours
 
 
@@ -296,9 +288,9 @@ def s16(lab: Lab) -> Transaction:
 def s17(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}), ("c", range(3), {"x": "2"}))
     ours = lab.txn()
-    ours.record_scan(TRUE, list(files.values()))  # type: ignore[arg-type]
+    ours.record_scan(TRUE, list(files.values()))
     ours.stage([lab.file("mine", range(3), {"x": "2"})])
-    lab.commit([lab.remove(files["c"]), lab.file("b", range(3), {"x": "1"})], "UPDATE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["c"]), lab.file("b", range(3), {"x": "1"})], "UPDATE")
     return ours
 
 
@@ -306,9 +298,9 @@ def s17(lab: Lab) -> Transaction:
 def s18(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}), ("b", range(3), {"x": "1"}))
     ours = lab.txn()
-    ours.record_scan(TRUE, list(files.values()))  # type: ignore[arg-type]
-    ours.stage([lab.remove(files["b"])])  # type: ignore[arg-type]
-    lab.commit([lab.remove(files["a"])], "DELETE")  # type: ignore[arg-type]
+    ours.record_scan(TRUE, list(files.values()))
+    ours.stage([lab.remove(files["b"])])
+    lab.commit([lab.remove(files["a"])], "DELETE")
     return ours
 
 
@@ -319,8 +311,8 @@ def s18(lab: Lab) -> Transaction:
 def s19(lab: Lab) -> Transaction:
     files = _seed(lab, ("e", range(3), {"x": "3"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 3), [files["e"]])  # type: ignore[list-item]
-    ours.stage([lab.file("mine", range(3), {"x": "2"}), lab.remove(files["e"])])  # type: ignore[arg-type]
+    ours.record_scan(eq("x", 3), [files["e"]])
+    ours.stage([lab.file("mine", range(3), {"x": "2"}), lab.remove(files["e"])])
     lab.commit([lab.file("new", range(3), {"x": "1"})], "UPDATE", read=eq("x", 1))
     return ours
 
@@ -355,9 +347,9 @@ def s22(lab: Lab) -> Transaction:
         lab, ("f11", range(3), {"a": "1", "b": "1"}), ("f12", range(3), {"a": "1", "b": "2"})
     )
     ours = lab.txn()
-    ours.record_scan(eq("a", 1), list(files.values()))  # type: ignore[arg-type]
+    ours.record_scan(eq("a", 1), list(files.values()))
     ours.stage([lab.file("mine", range(3), {"a": "3", "b": "1"})])
-    lab.commit([lab.remove(files["f11"])], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["f11"])], "DELETE")
     return ours
 
 
@@ -389,29 +381,29 @@ def s24(lab: Lab) -> Transaction:
 def s25(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 1), [files["a"]])  # type: ignore[list-item]
-    ours.stage([lab.remove(files["a"]), lab.file("mine", range(3), {"x": "1"})])  # type: ignore[arg-type]
+    ours.record_scan(eq("x", 1), [files["a"]])
+    ours.stage([lab.remove(files["a"]), lab.file("mine", range(3), {"x": "1"})])
     lab.commit(
-        [lab.remove(files["a"]), lab.file("b", range(3), {"x": "1"})],  # type: ignore[arg-type]
+        [lab.remove(files["a"]), lab.file("b", range(3), {"x": "1"})],
         "WRITE",
         read=eq("x", 1),
-        read_files=[files["a"]],  # type: ignore[list-item]
+        read_files=[files["a"]],
     )
     return ours
 
 
-def _dpo_x0(lab: Lab) -> tuple[Transaction, dict[str, object]]:
+def _dpo_x0(lab: Lab) -> tuple[Transaction, dict[str, AddFile]]:
     files = _seed(lab, ("z", range(3), {"x": "0"}), ("o", range(3), {"x": "1"}))
     ours = lab.txn()
     ours.record_scan(eq("x", 0), [])  # dynamic partition overwrite records no readFiles
-    ours.stage([lab.remove(files["z"]), lab.file("mine", range(3), {"x": "0"})])  # type: ignore[arg-type]
+    ours.stage([lab.remove(files["z"]), lab.file("mine", range(3), {"x": "0"})])
     return ours, files
 
 
 @scenario(26, ANY, ConcurrentDeleteDeleteError, partitioned=("x",))
 def s26(lab: Lab) -> Transaction:
     ours, files = _dpo_x0(lab)
-    lab.commit([lab.remove(files["z"])], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["z"])], "DELETE")
     return ours
 
 
@@ -432,14 +424,14 @@ def s28a(lab: Lab) -> Transaction:
 @scenario(28, ANY, OK, partitioned=("x",), variant="b")
 def s28b(lab: Lab) -> Transaction:
     ours, files = _dpo_x0(lab)
-    lab.commit([lab.remove(files["o"])], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["o"])], "DELETE")
     return ours
 
 
 # --- 29-34: OPTIMIZE and deletion vectors -----------------------------------------------------
 
 
-def _optimize(lab: Lab, files: list, partition: dict[str, str]) -> Transaction:  # type: ignore[type-arg]
+def _optimize(lab: Lab, files: list[AddFile], partition: dict[str, str]) -> Transaction:
     ours = lab.txn()
     ours.record_scan(TRUE, files)
     ours.stage([lab.remove(f, data_change=False) for f in files])
@@ -468,7 +460,7 @@ def s29b(lab: Lab) -> Transaction:
 def s30(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}), ("b", range(3, 6), {"x": "1"}))
     ours = _optimize(lab, list(files.values()), {"x": "1"})
-    lab.commit([lab.remove(files["a"])], "DELETE")  # type: ignore[arg-type]
+    lab.commit([lab.remove(files["a"])], "DELETE")
     return ours
 
 
@@ -476,7 +468,7 @@ def s30(lab: Lab) -> Transaction:
 def s31(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {}), ("b", range(3, 6), {}))
     ours = _optimize(lab, list(files.values()), {})
-    lab.commit(lab.dv_delete(files["a"], [1]), "DELETE", read=eq("id", 1))  # type: ignore[arg-type]
+    lab.commit(lab.dv_delete(files["a"], [1]), "DELETE", read=eq("id", 1))
     return ours
 
 
@@ -494,7 +486,7 @@ def _dv_delete_ours(lab: Lab, f: object, row: int) -> Transaction:
 def s32(lab: Lab) -> Transaction:
     files = _seed(lab, ("f", range(10), {}))
     ours = _dv_delete_ours(lab, files["f"], 2)
-    lab.commit(lab.dv_delete(files["f"], [1]), "DELETE", read=eq("id", 1), read_files=[files["f"]])  # type: ignore[arg-type,list-item]
+    lab.commit(lab.dv_delete(files["f"], [1]), "DELETE", read=eq("id", 1), read_files=[files["f"]])
     return ours
 
 
@@ -505,7 +497,7 @@ def s32(lab: Lab) -> Transaction:
 def s33(lab: Lab) -> Transaction:
     files = _seed(lab, ("f", range(10), {}), ("g", range(10, 20), {}))
     ours = _dv_delete_ours(lab, files["f"], 2)
-    lab.commit(lab.dv_delete(files["g"], [5]), "DELETE", read=eq("id", 15), read_files=[files["g"]])  # type: ignore[arg-type,list-item]
+    lab.commit(lab.dv_delete(files["g"], [5]), "DELETE", read=eq("id", 15), read_files=[files["g"]])
     return ours
 
 
@@ -513,9 +505,9 @@ def s33(lab: Lab) -> Transaction:
 def s34(lab: Lab) -> Transaction:
     files = _seed(lab, ("f", range(10), {"x": "1"}), ("g", range(10), {"x": "2"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 1), [files["f"]], {"f": BitMap64()})  # type: ignore[list-item]
-    ours.stage(lab.dv_delete(files["f"], [3]))  # type: ignore[arg-type]
-    lab.commit(lab.dv_delete(files["g"], [3]), "DELETE", read=eq("x", 2), read_files=[files["g"]])  # type: ignore[arg-type,list-item]
+    ours.record_scan(eq("x", 1), [files["f"]], {"f": BitMap64()})
+    ours.stage(lab.dv_delete(files["f"], [3]))
+    lab.commit(lab.dv_delete(files["g"], [3]), "DELETE", read=eq("x", 2), read_files=[files["g"]])
     return ours
 
 
@@ -526,8 +518,8 @@ def s34(lab: Lab) -> Transaction:
 def s35(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {}))
     ours = lab.txn()
-    ours.record_scan(eq("id", 1), [files["a"]])  # type: ignore[list-item]
-    ours.stage([lab.remove(files["a"]), lab.file("a2", [0, 2])])  # type: ignore[arg-type]
+    ours.record_scan(eq("id", 1), [files["a"]])
+    ours.stage([lab.remove(files["a"]), lab.file("a2", [0, 2])])
     conf = {**lab.metadata.configuration, "delta.enableDeletionVectors": "true"}
     upgraded = lab.with_features("deletionVectors")
     lab.commit(
@@ -586,21 +578,21 @@ def s38(lab: Lab) -> Transaction:
 def s39(lab: Lab) -> Transaction:
     files = _seed(lab, ("a", range(3), {"x": "1"}))
     ours = lab.txn()
-    ours.record_scan(eq("x", 1), [files["a"]])  # type: ignore[list-item]
+    ours.record_scan(eq("x", 1), [files["a"]])
     read_version = ours.read_version
     lab.commit([lab.file("b", range(3), {"x": "2"})], "UPDATE", read=eq("x", 2))
     # The later full scan still reads our pinned snapshot, which lacks the winner's file.
     snapshot = ours.snapshot()
     assert snapshot is not None and snapshot.version == read_version
     ours.record_scan(TRUE, list(snapshot.files))
-    ours.stage([lab.remove(files["a"])])  # type: ignore[arg-type]
+    ours.stage([lab.remove(files["a"])])
     return ours
 
 
 # --- the parametrized test -----------------------------------------------------------------
 
 
-def _cases() -> list[object]:
+def _cases() -> list[pytest.ParameterSet]:
     cases = []
     for sc in SCENARIOS:
         for level in sc.levels:

@@ -30,7 +30,7 @@ import re
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
 import duckdb
@@ -99,7 +99,7 @@ def _seed(root: str, row_level: bool, isolation: str) -> int:
             "maxValues": {"id": max(ids), "v": 0},
             "nullCount": {"id": 0, "v": 0},
         }
-        values = {"p": str(part(ids[0]))}
+        values: dict[str, str | None] = {"p": str(part(ids[0]))}
         adds.append(AddFile(name, values, os.path.getsize(path), 0, stats=json.dumps(stats)))
     metadata = Metadata(
         id="stress", schema_string=json.dumps(SCHEMA), partition_columns=("p",), configuration=conf
@@ -267,7 +267,7 @@ def _run_all(tmp_path: Path, processes: int) -> list[dict[str, Any]]:
     running = {w.sentinel: w for w in workers}
     while running:
         (ended, *_) = multiprocessing.connection.wait(list(running), timeout=1800)
-        writer = running.pop(ended)
+        writer = running.pop(cast(int, ended))  # sentinels are ints
         writer.join()
         if writer.exitcode != 0:
             ready.abort()  # the others are not left waiting for it at the barrier
@@ -294,6 +294,7 @@ def _check_invariants(run: dict[str, Any], spark: Any) -> None:
     root, ops = run["root"], run["ops"]
     log = DeltaLog.for_path(root)
     latest = log.latest_version()
+    assert latest is not None
     assert log.store.list_commits() == list(range(latest + 1)), "versions are contiguous"
     versions = [op["version"] for op in ops]
     assert versions == list(range(run["seed_version"] + 1, latest + 1)), (

@@ -184,13 +184,14 @@ def test_in_commit_timestamps_are_monotonic() -> None:
             ]
         )
         t.commit("CREATE TABLE")
-    stamps = []
+    stamps: list[int] = []
     for i in range(3):
         with Transaction(log) as t:
             t.stage([_add(log, f"{i}.parquet")])
             t.commit("WRITE")
-        stamps.append(_commit_info(log, i + 1).in_commit_timestamp)
-    assert all(s is not None for s in stamps)
+        stamp = _commit_info(log, i + 1).in_commit_timestamp
+        assert stamp is not None
+        stamps.append(stamp)
     assert stamps == sorted(stamps) and len(set(stamps)) == 3
 
 

@@ -63,9 +63,11 @@ def serial_replay(transfers: list[dict[str, int]]) -> list[tuple[int, int]]:
     con.execute("CREATE TABLE accounts (id BIGINT, balance BIGINT)")
     con.execute("INSERT INTO accounts SELECT range, ? FROM range(?)", [OPENING_BALANCE, ACCOUNTS])
     for t in transfers:
-        (expected,) = con.execute(
+        row = con.execute(
             "SELECT (balance + 2) // 3 FROM accounts WHERE id = ?", [t["src"]]
         ).fetchone()
+        assert row is not None, ("no account", t)
+        (expected,) = row
         assert expected == t["amount"], ("not serializable in commit order", t, expected)
         con.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", [expected, t["src"]])
         con.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", [expected, t["dst"]])
@@ -122,8 +124,10 @@ def test_concurrent_transfers_keep_the_books(tmp_path: Path, isolation: str) -> 
     assert [t["ledger_version"] for t in by_version] == list(range(1, ledger_v + 1))
     assert [t["accounts_version"] for t in by_version] == list(range(1, accounts_v + 1))
     con = duckdb.connect()
-    for version, path in ledger_order(ledger_dir):
-        row = con.execute(f"SELECT child, seq FROM read_parquet('{ledger_dir / path}')").fetchone()
+    for version, data_file in ledger_order(ledger_dir):
+        row = con.execute(
+            f"SELECT child, seq FROM read_parquet('{ledger_dir / data_file}')"
+        ).fetchone()
         t = by_version[version - 1]
         assert row == (t["child"], t["seq"]), (version, row, t)
     con.close()

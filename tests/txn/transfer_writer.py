@@ -150,7 +150,7 @@ def slow_publish(pause_s: float) -> None:
             time.sleep(pause_s)
         crash_point(phase)
 
-    coordinator.crash_point = point  # type: ignore[assignment]
+    coordinator.crash_point = point
 
 
 def run_until(warehouse: str, stop_file: str, child: int, isolation: IsolationLevel) -> None:

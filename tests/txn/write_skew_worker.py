@@ -76,7 +76,9 @@ class Barrier:
 
 def _no_spark_hooks() -> DmlHooks:
     return DmlHooks(
-        row_checker=lambda spark, txn: None,
+        # No row-level check without Spark. DmlHooks types the hook's result as a checker,
+        # though txsql stores it in Transaction.row_predicate_checker, which may be None.
+        row_checker=lambda spark, txn: None,  # type: ignore[arg-type, return-value]
         statement_start=lambda txn: None,
         record_changes=lambda ctx, txn, start: None,
     )

@@ -16,7 +16,7 @@ JVM_INTERNALS = ("_jvm", "_jsc", "_jdf", "_gateway", "sparkContext")
 
 def _imports(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
-    names = []
+    names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)

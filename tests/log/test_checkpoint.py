@@ -13,6 +13,7 @@ import pytest
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
 from txsql.log.actions import (
+    Action,
     AddFile,
     CommitInfo,
     DomainMetadata,
@@ -50,7 +51,7 @@ def _by_key(files: tuple[AddFile, ...]) -> dict[tuple[str, str | None], AddFile]
 def _table(store: LogStore) -> Snapshot:
     """A partitioned DV table with a txn, domains, a fresh and an expired tombstone."""
     meta = Metadata("m", SCHEMA, ("part", "day"), {"delta.enableDeletionVectors": "true"})
-    commits = [
+    commits: list[list[Action]] = [
         [
             CommitInfo(timestamp=1, operation="CREATE TABLE"),
             Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "domainMetadata")),

@@ -169,7 +169,7 @@ class _CountingIO(MemoryFileIO):
         self.listings = 0
         self.reads: list[str] = []
 
-    def list_dir(self, path: str) -> list:  # type: ignore[type-arg]
+    def list_dir(self, path: str) -> list:
         self.listings += 1
         return super().list_dir(path)
 

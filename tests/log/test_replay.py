@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from txsql.log.snapshot import Snapshot
 from txsql.storage import LocalFileIO, LogStore
 
 # Logical rows per version (EXPECTED.md / fixture READMEs); None = no stats to count with.
-ROWS: dict[str, list[int | None]] = {
+ROWS: dict[str, Sequence[int | None]] = {
     "delta-golden/basic-dv-no-checkpoint": [10, 8],
     "delta-golden/basic-dv-with-checkpoint": [500 - v for v in range(47)],
     "delta-golden/dv-partitioned-with-checkpoint": [50 - v for v in range(16)],

@@ -213,7 +213,7 @@ class _TornListingIO(MemoryFileIO):
         super().__init__()
         self.hide: str | None = hide
 
-    def list_dir(self, path: str) -> list:  # type: ignore[type-arg]
+    def list_dir(self, path: str) -> list:
         listed = super().list_dir(path)
         if self.hide is not None:
             listed = [s for s in listed if s.name != self.hide]

@@ -94,7 +94,7 @@ def test_failed_commit_reports_no_version_and_leaves_nothing(
     monkeypatch: pytest.MonkeyPatch,
     err: int,
     zero: bool,
-    expected: type[Exception],
+    expected: type[StorageWriteError],
 ) -> None:
     root = tmp_path / "t"
     log = make_table(root)

@@ -51,7 +51,7 @@ def _data_file(fs: FileIO, root: str, name: str, ids: list[int]) -> AddFile:
     return AddFile(name, {}, len(sink.getvalue()), 1, stats=json.dumps(stats))
 
 
-def _commit(log: DeltaLog, actions: list, operation: str = "WRITE") -> int:  # type: ignore[type-arg]
+def _commit(log: DeltaLog, actions: list, operation: str = "WRITE") -> int:
     with Transaction(log) as txn:
         txn.stage(actions)
         return txn.commit(operation).version

@@ -100,7 +100,8 @@ def test_object_store_location_needs_a_bucket() -> None:
 
 
 def test_log_file_classification() -> None:
-    assert classify_log_file("00000000000000000010.checkpoint.parquet").kind == "checkpoint"
+    classic = classify_log_file("00000000000000000010.checkpoint.parquet")
+    assert classic is not None and classic.kind == "checkpoint"
     v2 = classify_log_file(
         "00000000000000000002.checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.parquet"
     )

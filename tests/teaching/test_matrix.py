@@ -97,7 +97,7 @@ SHORT = {"✔": "✔", "A": "ConcurrentAppend", "DR": "ConcurrentDeleteRead"}
 
 
 def parse(table: str) -> dict[tuple[str, str], str]:
-    out = {}
+    out: dict[tuple[str, str], str] = {}
     for line in table.strip().splitlines():
         ours, *cells = line.split()
         assert len(cells) == len(COLUMNS), line

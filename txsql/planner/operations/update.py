@@ -126,7 +126,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                             snapshot,
                             matched.select(*map(quote, row_ids)),
                             candidates=plan.scan,
-                            max_rows=written_rows,  # the same cached rows: exactly as many
+                            max_rows=written_rows,  # the same rows again: exactly as many
                         )
                 jobs = write_jobs.jobs + dv_jobs.jobs
                 scan_ms = elapsed_ms(scan_started) - outcome.rewrite_time_ms

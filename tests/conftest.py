@@ -6,7 +6,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -24,9 +24,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
     RUNS.start(
-        item.callspec.params["path"]
+        cast(Path, item.callspec.params["path"])
         for item in session.items
-        if getattr(item, "originalname", None) == "test_notebook_runs"
+        if isinstance(item, pytest.Function) and item.originalname == "test_notebook_runs"
     )
 
 

@@ -28,7 +28,7 @@ def s(spark: Any, tmp_path: Path) -> txsql.Session:
 
 def _files(root: str) -> set[str]:
     """Every file under the table root but the log: what a write would leave behind."""
-    found = set()
+    found: set[str] = set()
     for directory, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if d != "_delta_log"]
         found.update(os.path.join(directory, n) for n in names)
@@ -163,7 +163,7 @@ def test_a_concurrent_duplicate_that_wins_makes_ours_skip(
 
     other = txsql.Session(spark=s.spark, warehouse=s.warehouse).table("sink")
     original = writes.write_data_files
-    raced: list[int] = []
+    raced: list[int | None] = []
 
     def write_then_lose_the_race(*args: Any, **kwargs: Any) -> Any:
         adds = original(*args, **kwargs)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from txsql.engine import file_stats as fs
 from txsql.engine.file_stats import file_stats
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType
 
 pytestmark = [pytest.mark.spark]
 
@@ -21,7 +24,9 @@ def _stats_of(spark: Any, tmp_path: Path, select: str) -> dict[str, Any]:
     out = tmp_path / "data"
     df.write.parquet(str(out))
     (path,) = out.glob("*.parquet")
-    leaves = [((f.name,), f.dataType) for f in df.schema.fields]
+    leaves: list[tuple[tuple[str, ...], DataType]] = [
+        ((f.name,), f.dataType) for f in df.schema.fields
+    ]
     text = file_stats(str(path), leaves)
     return json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in {text}"))
 

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -374,5 +374,5 @@ def test_scan_of_many_files_runs_one_spark_job(
     assert spark.conf.get(threshold) == before
     gone = {r.id for r in got} ^ {0, 40, 5}
     assert len(gone) == 1 and gone <= {0, 40}  # the DV deleted the first row of adds[0]
-    by_path = {a.path: int(a.partition_values["g"]) for a in adds}
+    by_path = {a.path: int(cast(str, a.partition_values["g"])) for a in adds}
     assert all(by_path[r._file] == r.g == r.id % 40 for r in got)

@@ -21,7 +21,7 @@ from txsql.log.actions import Metadata
 pytestmark = pytest.mark.spark
 
 
-def metadata_for(df: Any, partitions: tuple[str, ...] = (), **conf: str) -> Metadata:
+def metadata_for(df: Any, partitions: tuple[str, ...] = (), /, **conf: str) -> Metadata:
     return Metadata(
         id="t",
         schema_string=df.schema.json(),

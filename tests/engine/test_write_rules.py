@@ -24,6 +24,7 @@ from txsql.errors import (
     GeneratedColumnMismatchError,
     IdentityColumnError,
     NotNullViolationError,
+    TxSqlError,
 )
 from txsql.log.actions import Metadata
 from txsql.log.deltalog import DeltaLog
@@ -59,7 +60,8 @@ def test_rules_written_by_deltalake_hold_on_every_txsql_write(spark: Any, tmp_pa
     assert _rows(s, ref) == expected
     log = DeltaLog.for_path(path)
     version = log.latest_version()
-    failing: list[tuple[str, type[Exception], str]] = [
+    assert version is not None
+    failing: list[tuple[str, type[TxSqlError], str]] = [
         (f"INSERT INTO {ref} (id, x) VALUES (4, 1), (5, -1)", CheckConstraintViolationError, "-1"),
         (f"INSERT INTO {ref} (id, x, y) VALUES (7, 4, 9)", GeneratedColumnMismatchError, "9"),
         (f"INSERT INTO {ref} (id, x, y) VALUES (7, 4, NULL)", GeneratedColumnMismatchError, "y"),
@@ -111,6 +113,7 @@ def test_identity_column_of_a_deltalake_table_hands_out_unique_values(
         s.sql(f"INSERT INTO {ref} VALUES (1, 'x')")
     expected = [(100, "a"), (110, "b"), (120, "c")]
     version = DeltaLog.for_path(path).latest_version()
+    assert version is not None
     assert deltalake_rows(path, version, "id, v") == expected
     field = DeltaTable(path).schema().fields[0]
     assert int(field.metadata["delta.identity.highWaterMark"]) == 120

@@ -60,6 +60,7 @@ def test_same_row_update_race_card_names_positions_and_key_values(
     error = info.value
     ((path, positions),) = error.rows.items() if error.rows else ((None, ()),)
     assert error.winning_version == winner and len(positions) == 1
+    assert path is not None
     # The physical position really holds id 3: read it back independently with Spark.
     table = s.table("t")
     rows = (

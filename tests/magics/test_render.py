@@ -6,6 +6,7 @@ import datetime as dt
 import decimal
 import html
 import re
+from typing import Any
 
 from txsql.errors import ConcurrentDeleteReadError, SqlParseError
 from txsql.magics.conflict import ConflictCard
@@ -29,7 +30,9 @@ def test_html_escapes_and_tells_null_from_the_string_null() -> None:
 
 def test_text_table_values() -> None:
     columns = (*COLUMNS, Column("x", "decimal(4,2)"), Column("at", "timestamp"))
-    rows = [(1, None, decimal.Decimal("1.50"), dt.datetime(2026, 1, 2, 3, 4, 5))]
+    rows: list[tuple[Any, ...]] = [
+        (1, None, decimal.Decimal("1.50"), dt.datetime(2026, 1, 2, 3, 4, 5))
+    ]
     rows.append((22, "NULL", None, None))
     text = text_table(columns, rows)
     lines = text.splitlines()
@@ -100,7 +103,8 @@ def test_parse_error_points_at_the_cell_line_with_a_caret() -> None:
     ]
     wrapped = as_cell_error(error, lines)
     assert isinstance(wrapped, SqlParseError) and type(wrapped).__name__ == "SqlParseError"
-    assert wrapped._render_traceback_() == lines and wrapped.line == 2
+    # _render_traceback_ comes from the cell class as_cell_error makes at run time.
+    assert wrapped._render_traceback_() == lines and wrapped.line == 2  # type: ignore[attr-defined]
     from_file = error_lines(error, SqlSource("a\nb", origin="file", name="q.sql"))
     assert "  at q.sql line 2, column 3:" in from_file
 
@@ -178,7 +182,8 @@ def test_conflict_card_names_both_sides_and_the_overlap() -> None:
         files=("/w/t/p=1/part-0.parquet",),
         hint="Retry the UPDATE; it will read v5.",
     )
-    error.rows = [{"id": 1, "v": "<x>"}]  # type: ignore[attr-defined]
+    # The card shows whatever shape of rows a checker reports, not only path -> positions.
+    error.rows = [{"id": 1, "v": "<x>"}]  # type: ignore[assignment]
     card = ConflictCard(
         error, statement="UPDATE t SET v = 1 WHERE id = 1", session="T2", read_version=4
     )

@@ -104,6 +104,6 @@ def test_optimize_percentiles_of_the_new_files() -> None:
             self.size = size
 
     added = [Sized(s) for s in (40, 10, 30, 20)]
-    metrics = OptimizeMetrics.of([Sized(5)], added, dvs=1)  # type: ignore[arg-type]
+    metrics = OptimizeMetrics.of([Sized(5)], added, dvs=1)  # type: ignore[arg-type, list-item]
     assert (metrics.min_file_size, metrics.p50_file_size, metrics.max_file_size) == (10, 30, 40)
     assert (metrics.num_added_bytes, metrics.num_removed_files) == (100, 1)

@@ -33,7 +33,7 @@ ENROL = "TBLPROPERTIES ('txsql.multiTableTransactions' = 'true')"
 
 @pytest.fixture()
 def s(spark: SparkSession, tmp_path: Path) -> Session:
-    return Session(spark, warehouse=str(tmp_path / "wh"))  # type: ignore[arg-type]
+    return Session(spark, warehouse=str(tmp_path / "wh"))
 
 
 def bank(s: Session) -> None:

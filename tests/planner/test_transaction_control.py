@@ -26,7 +26,7 @@ GROUP_TAG = "delta.multiTableTransaction.transactionId"
 
 @pytest.fixture()
 def s(spark: SparkSession, tmp_path: Path) -> Session:
-    return Session(spark, warehouse=str(tmp_path / "wh"))  # type: ignore[arg-type]
+    return Session(spark, warehouse=str(tmp_path / "wh"))
 
 
 def bank(s: Session, enrolled: bool = True) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import duckdb_rows
-from txsql.errors import SchemaError, SqlError
+from txsql.errors import SchemaError, SqlError, TxSqlError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,7 +27,7 @@ DDL = (
     "CREATE TABLE n (id INT, s STRUCT<a: INT, b: STRING, t: STRUCT<u: INT, v: INT>>, "
     "`dot.col` INT) TBLPROPERTIES ('delta.enableDeletionVectors' = {dv})"
 )
-ROWS = {
+ROWS: dict[int, dict[str, Any]] = {
     1: {"s": {"a": 1, "b": "x", "t": {"u": 10, "v": 20}}, "dot.col": 5},
     2: {"s": None, "dot.col": 6},
     3: {"s": {"a": 3, "b": None, "t": None}, "dot.col": 7},
@@ -52,13 +52,13 @@ def _struct(row: dict[str, Any]) -> dict[str, Any]:
     (Delta rebuilds the struct from its fields)."""
     if row["s"] is None:
         row["s"] = {"a": None, "b": None, "t": None}
-    return row["s"]  # type: ignore[no-any-return]
+    return row["s"]
 
 
 def _nested(struct: dict[str, Any]) -> dict[str, Any]:
     if struct["t"] is None:
         struct["t"] = {"u": None, "v": None}
-    return struct["t"]  # type: ignore[no-any-return]
+    return struct["t"]
 
 
 def _check(s: txsql.Session, expected: Rows) -> None:
@@ -132,7 +132,7 @@ def test_merge_assigns_struct_fields_and_dotted_columns(s: txsql.Session) -> Non
     _check(s, expected)
 
 
-CONFLICTS = [
+CONFLICTS: list[tuple[str, type[TxSqlError], str]] = [
     ("UPDATE n SET s = NULL, s.a = 1", SchemaError, "conflicting SET targets s and s.a"),
     (
         "UPDATE n SET s.t.u = 1, n.s.t = NULL",

@@ -10,6 +10,7 @@ import pytest
 import txsql
 from txsql.dv.store import read_deletion_vector
 from txsql.errors import TxSqlError
+from txsql.log.actions import AddFile
 from txsql.log.predicates import Column, Comparison, Literal, Opaque
 from txsql.planner.dml import dv_writes
 from txsql.planner.dml.dv_writes import mark_rows_deleted
@@ -60,7 +61,7 @@ def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(
         a.path: [1, 3],
         b.path: [0],
     }
-    adds = {x.path: x for x in outcome.actions if hasattr(x, "modification_time")}
+    adds = {x.path: x for x in outcome.actions if isinstance(x, AddFile)}
     dvs = {x.deletion_vector.path_or_inline_dv for x in adds.values() if x.deletion_vector}
     assert len(dvs) == 1 and len(outcome.written_paths) == 1
     root = snapshot.table_root
@@ -79,9 +80,8 @@ def test_bitmaps_per_file_one_dv_file_per_task_union_and_full_removal(
     assert second.num_deleted_rows == 6  # row 1 of `a` was already deleted
     assert (second.num_dvs_updated, second.num_removed_files) == (1, 1)
     assert sorted(second.matched_rows_by_file[a.path]) == [0]
-    new_a = next(
-        x for x in second.actions if getattr(x, "modification_time", None) and x.path == a.path
-    )
+    new_a = next(x for x in second.actions if isinstance(x, AddFile) and x.path == a.path)
+    assert new_a.deletion_vector is not None
     assert sorted(read_deletion_vector(new_a.deletion_vector, root, LocalFileIO())) == [0, 1, 3]
     assert second.dv_counts() == {
         "num_deletion_vectors_added": 1,

@@ -71,6 +71,7 @@ def test_delete_and_update_job_counts(
     assert updated.metrics["spark_jobs"] == 1
     assert real == updated.metrics["spark_jobs"]
     rows = sorted(tuple(r) for r in s.sql(f"SELECT {COLUMNS} FROM t").df.collect())
+    expected: list[tuple[int, str | None, int]]
     expected = [(1, "a!", 1), (2, "b", 2), (4, "d", 2), (7, "g!", 1), (8, "h", 2)]
     if not with_dvs:
         expected += [(3, None, 1), (6, None, 2)]

@@ -56,6 +56,13 @@ def data_file_columns(root: str, log: DeltaLog) -> set[str]:
     return names
 
 
+def _latest(log: DeltaLog) -> int:
+    """The newest version of a table the test has created."""
+    version = log.latest_version()
+    assert version is not None
+    return version
+
+
 def test_enable_rename_drop_then_every_write(spark: Any, tmp_path: Path) -> None:
     s = txsql.Session(spark, warehouse=str(tmp_path))
     s.sql("CREATE TABLE t (id INT, name STRING, p INT) PARTITIONED BY (p)")
@@ -84,9 +91,9 @@ def test_enable_rename_drop_then_every_write(spark: Any, tmp_path: Path) -> None
     assert log.snapshot().partition_columns == ("part",)
     new_id = fields(log)["id"]
     assert new_id[ID] == 4 and new_id[PHYSICAL].startswith("col-")
-    expected = [("a", None, 1), ("b", None, 1), ("c", None, 2)]
+    expected: list[tuple[str, int | None, int]] = [("a", None, 1), ("b", None, 1), ("c", None, 2)]
     assert rows(s, "SELECT label, id, part FROM t") == expected
-    check_partitioned(root, log.latest_version(), "label, id", "part", expected)
+    check_partitioned(root, _latest(log), "label, id", "part", expected)
 
     s.sql("INSERT INTO t (label, part, id) VALUES ('d', 2, 40), ('e', 3, 50)")
     s.sql("UPDATE t SET id = 20 WHERE label = 'b'")
@@ -100,7 +107,7 @@ def test_enable_rename_drop_then_every_write(spark: Any, tmp_path: Path) -> None
     s.sql("OPTIMIZE t")
     expected = [("b", 20, 1), ("c", 33, 2), ("d", 40, 2), ("g", 70, 3)]
     assert rows(s, "SELECT label, id, part FROM t") == expected
-    check_partitioned(root, log.latest_version(), "label, id", "part", expected)
+    check_partitioned(root, _latest(log), "label, id", "part", expected)
     # New files hold physical names only; stats and partition values are keyed by them.
     written = [a for a in log.snapshot().files if a.stats and new_id[PHYSICAL] in a.stats]
     assert written, "the files written after ADD COLUMNS carry stats for the new column"
@@ -134,7 +141,7 @@ def test_create_with_name_mode_uses_fresh_physical_names(spark: Any, tmp_path: P
     s.sql("INSERT INTO m VALUES (3, 'z', named_struct('x', 3, 'y', 's'))")
     expected = [(2, "y", 2, "r"), (3, "z", 3, "s")]
     assert rows(s, "SELECT k, w, st.x, st.y FROM m") == expected
-    for seen in oracles(root, log.latest_version(), "k, w, st.x, st.y"):
+    for seen in oracles(root, _latest(log), "k, w, st.x, st.y"):
         assert seen == expected
 
 
@@ -205,7 +212,7 @@ def test_mapping_mode_changes_and_bad_columns_refused(spark: Any, tmp_path: Path
 def test_spark_written_mapped_fixture_accepts_txsql_writes(spark: Any, tmp_path: Path) -> None:
     root = str(tmp_path / "cm")
     shutil.copytree(FIXTURES / "delta-golden" / "dv-with-columnmapping", root)
-    start = DeltaLog.for_path(root).latest_version()
+    start = _latest(DeltaLog.for_path(root))
     before = deltalake_rows(root, start, "part, col1, col2")
     s = txsql.Session(spark, warehouse=str(tmp_path))
     table = f"delta.`{root}`"
@@ -218,7 +225,7 @@ def test_spark_written_mapped_fixture_accepts_txsql_writes(spark: Any, tmp_path:
         for part, col1, col2 in [*before, (100, 1000, "new")]
         if col1 % 2 != 0
     )
-    version = DeltaLog.for_path(root).latest_version()
+    version = _latest(DeltaLog.for_path(root))
     assert rows(s, f"SELECT part, col1, label FROM {table}") == expected
     for seen in oracles(root, version, "part, col1, label"):
         assert seen == expected
@@ -250,7 +257,7 @@ def test_schema_change_racing_an_insert(spark: Any, tmp_path: Path, change: str)
         want = [(k,) for k in keys]
         assert rows(s, "SELECT * FROM r") == want
         columns = "k"
-    version = DeltaLog.for_path(str(tmp_path / "r")).latest_version()
+    version = _latest(DeltaLog.for_path(str(tmp_path / "r")))
     for seen in oracles(str(tmp_path / "r"), version, columns):
         assert seen == want
 

@@ -69,6 +69,7 @@ def test_generated_column_computed_checked_and_recomputed(session: txsql.Session
     expected = [(2, 4), (7, 14), (10, 20), (103, 206)]
     assert _rows(s, "SELECT x, y FROM t") == expected
     version = log.latest_version()
+    assert version is not None
     assert deltalake_rows(log.table_root, version, "x, y") == expected
     assert duckdb_rows(log.table_root, version, "x, y") == expected
     refused = [
@@ -113,6 +114,7 @@ def test_defaults_need_the_feature_and_fill_omitted_columns(session: txsql.Sessi
     ]
     assert _rows(s, "SELECT id, status, n FROM t") == expected
     version = log.latest_version()
+    assert version is not None
     assert duckdb_rows(log.table_root, version, "id, status, n") == expected
     with pytest.raises(ConstraintDefinitionError):
         s.sql("ALTER TABLE t ALTER COLUMN n SET DEFAULT id + 1")
@@ -159,7 +161,9 @@ def test_identity_values_unique_and_high_water_mark_committed(session: txsql.Ses
     s.sql("INSERT INTO t (v) VALUES ('q')")  # the re-run gets fresh values
     rows = _rows(s, "SELECT id, v FROM t")
     assert [r[0] for r in rows] == [10, 15, 20, 25, 30]
-    assert duckdb_rows(log.table_root, log.latest_version(), "id, v") == rows
+    latest = log.latest_version()
+    assert latest is not None
+    assert duckdb_rows(log.table_root, latest, "id, v") == rows
     # Moving the high-water mark is no schema change for a writer that hands out no ids:
     # a DELETE interleaved with an identity INSERT commits too (as in Delta).
     deleter = s.begin()

@@ -75,6 +75,7 @@ def test_add_constraint_validates_upgrades_and_is_enforced(session: txsql.Sessio
     expected = [(1, 5), (9, 9)]
     assert _rows(s) == expected
     latest = log.latest_version()
+    assert latest is not None
     assert duckdb_rows(log.table_root, latest, "id, x") == expected
     assert deltalake_rows(log.table_root, latest, "id, x") == expected
     s.sql("ALTER TABLE t DROP CONSTRAINT pos")

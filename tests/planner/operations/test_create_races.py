@@ -40,7 +40,9 @@ def sessions(spark: Any, warehouse: str) -> tuple[txsql.Session, txsql.Session]:
 
 
 @pytest.fixture()
-def hold(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[], Any]], Any]]:
+def hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Callable[[Callable[[], Any], Callable[[], Any]], Any]]:
     """``hold(first, second)``: run ``first`` up to its commit, all of ``second``, then the rest.
 
     Returns first's result or the exception it raised.
@@ -81,7 +83,7 @@ def hold(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[], Any
 
 
 def parquet_files(root: str) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for directory, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith("_")]
         found.update(os.path.join(directory, n) for n in names if n.endswith(".parquet"))

@@ -175,7 +175,7 @@ def test_diff_magic_reads_the_feed(s: txsql.Session, monkeypatch: pytest.MonkeyP
 
     def spy(self: Table, *args: object) -> object:
         calls.append(args)
-        return original(self, *args)  # type: ignore[arg-type]
+        return original(self, *args)
 
     monkeypatch.setattr(Table, "changes", spy)
     # The oracle: a plain multiset difference of the two versions' rows in Python.

@@ -172,7 +172,7 @@ def _persists(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     def spy(self: DataFrame, *args: object, **kwargs: object) -> DataFrame:
         calls.append(1)
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+        return real(self, *args, **kwargs)  # type: ignore[arg-type, return-value]
 
     monkeypatch.setattr(DataFrame, "persist", spy)
     return calls

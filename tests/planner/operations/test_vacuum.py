@@ -38,7 +38,7 @@ def age(paths: list[str], when: float = LONG_AGO) -> None:
 
 
 def all_files(root: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for directory, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if d != "_delta_log"]
         out.extend(os.path.join(directory, n) for n in names)

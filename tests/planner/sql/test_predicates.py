@@ -23,6 +23,7 @@ from txsql.log.predicates import (
     Not,
     Opaque,
     Or,
+    Predicate,
     is_deterministic,
     to_sql,
 )
@@ -45,7 +46,7 @@ def _where(sql: str) -> exp.Expr:
     return statement.args["where"].this
 
 
-def _model(sql: str) -> object:
+def _model(sql: str) -> Predicate:
     return to_predicate(_where(sql), SCHEMA, ["a", "t"])
 
 
@@ -63,7 +64,7 @@ def test_comparisons_resolve_columns_and_type_literals() -> None:
 
 def test_in_null_between_not_or() -> None:
     assert _model("p IN (1, 2) OR name IS NULL") == Or(
-        (In(Column("p"), (1, 2)), IsNull(Column("name")))
+        (In(Column("p"), (Literal(1), Literal(2))), IsNull(Column("name")))
     )
     assert _model("name IS NOT NULL") == IsNotNull(Column("name"))
     assert _model("NOT (p BETWEEN 1 AND 3)") == Not(

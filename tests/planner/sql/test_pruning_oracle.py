@@ -206,8 +206,8 @@ def test_a_long_or_chain_plans_without_recursion(table: Path) -> None:
     ],
 )
 def test_delete_removes_exactly_the_rows_spark_selects(
-    spark, table: Path, tmp_path: Path, condition: str
-) -> None:  # type: ignore[no-untyped-def]
+    spark: SparkSession, table: Path, tmp_path: Path, condition: str
+) -> None:
     copy = tmp_path / "t"
     shutil.copytree(table, copy)
     s = txsql.Session(spark=spark, warehouse=str(tmp_path / "wh"))

@@ -105,7 +105,8 @@ class RowObserver:
     Attributes:
         may_overflow: Whether the list of keys can miss rows (a task may match more than
             its cap); only then may :meth:`found` return None, so only then must the
-            caller keep the rows (persist) for a second job.
+            caller be able to find the rows again in a second job (persisted, or read
+            again when the WHERE clause surely matches the same rows).
         key_sql: The SQL text of a row's key (NULL past the cap).
     """
 

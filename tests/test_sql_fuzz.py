@@ -199,7 +199,7 @@ def tables(spark: SparkSession, tmp_path: Path) -> tuple[txsql.Session, duckdb.D
         + ")"
     )
     con.executemany("INSERT INTO fz VALUES (?, ?, ?, ?, ?)", ROWS)
-    literal = {None: "NULL"}
+    literal: dict[object, str] = {None: "NULL"}
     values = ", ".join(
         "("
         + ", ".join(

@@ -97,7 +97,7 @@ def _zip_txsql(target: Path) -> str:
     return str(target)
 
 
-def _executors(spark: Any) -> list[list[str]]:
+def _executors(spark: Any) -> list[tuple[str, str]]:
     """(working directory, txsql's file) of the Python workers of 4 tasks."""
 
     def where(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -112,7 +112,7 @@ def _executors(spark: Any) -> list[list[str]]:
     rows = spark.range(0, 4, numPartitions=4).mapInArrow(
         where, "cwd string, txsql string, pid long"
     )
-    return sorted({(r.cwd, r.txsql) for r in rows.collect()})  # type: ignore[return-value]
+    return sorted({(r.cwd, r.txsql) for r in rows.collect()})
 
 
 def shipped(session: Any) -> dict[str, Any]:
@@ -177,7 +177,7 @@ def unshipped(session: Any) -> dict[str, Any]:
         from txsql.errors import TxSqlError
 
         hint = e.hint if isinstance(e, TxSqlError) else ""
-        out = {"error": type(e).__name__, "message": str(e), "hint": hint}
+        out: dict[str, Any] = {"error": type(e).__name__, "message": str(e), "hint": hint}
     else:
         out = {"error": None}
     out["table_dir_exists"] = os.path.exists(os.path.join(session.warehouse, "t"))

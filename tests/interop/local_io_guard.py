@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 # os functions whose first argument is a path (or a file descriptor, which is not checked).
@@ -64,7 +65,7 @@ class LocalIoGuard:
 
 
 def _frames() -> list[Any]:
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     out = []
     while frame is not None:
         out.append(frame)
@@ -98,18 +99,18 @@ def install(root: str, allowed_sites: frozenset[str] = frozenset()) -> LocalIoGu
 
     for name in _OS_FUNCTIONS:
         setattr(os, name, wrap(name, getattr(os, name), name in _TWO_PATHS))
-    builtins.open = io.open = wrap("open", builtins.open, False)  # type: ignore[assignment]
+    builtins.open = io.open = wrap("open", builtins.open, False)
     import pyarrow.parquet as pq
 
     # pyarrow opens files in C++, out of sight of os: guard its entry points by name.
     pq.read_metadata = wrap("pq.read_metadata", pq.read_metadata, False)
-    pq.ParquetFile = _guarded_class(pq.ParquetFile, guard)  # type: ignore[misc]
+    pq.ParquetFile = _guarded_class(pq.ParquetFile, guard)
     pq.read_table = wrap("pq.read_table", pq.read_table, False)
     return guard
 
 
 def _guarded_class(cls: type, guard: LocalIoGuard) -> type:
-    class Guarded(cls):  # type: ignore[misc, valid-type]
+    class Guarded(cls):
         def __init__(self, source: Any, *args: Any, **kwargs: Any) -> None:
             guard.check("pq.ParquetFile", (source,))
             super().__init__(source, *args, **kwargs)

@@ -13,6 +13,11 @@ what the statement cannot avoid: INSERT appends the rows; UPDATE reads, changes 
 matching rows and writes them; DELETE finds the matching rows' file and position (what a
 deletion vector needs); MERGE writes the broadcast-joined updated rows plus the source
 rows without a match; SELECT collects the filtered rows. No log, no checks, no commit.
+
+UPDATE also prints its floor (issue 22: "the measured floor, not an estimate"), timed in
+turn with the other two: plain Spark's UPDATE plus what any deletion-vector UPDATE must
+learn in the same job, the old rows' positions (``_metadata.file_path`` and ``row_index``,
+observed as a list of keys), as ``benchmarks/dml_peers.py``'s positions floor does.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +49,7 @@ STATEMENTS = {
 
 
 def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], object]]:
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     def insert() -> object:
@@ -55,6 +62,15 @@ def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], obje
         changed = spark.read.parquet(plain).where("region = 'eu'")
         changed.withColumn("amount", F.col("amount") * 1.1).write.mode("append").parquet(out)
         return None
+
+    def update_floor() -> object:  # + what any DV UPDATE must learn: the old positions
+        observed = Observation(f"floor_{uuid.uuid4().hex}")
+        key = "shiftleft(crc32(CAST(_metadata.file_path AS BINARY)), 32) | _metadata.row_index"
+        found = spark.read.parquet(plain).where("region = 'eu'").selectExpr("*", f"{key} AS k")
+        found = found.observe(observed, F.expr("collect_list(k) AS keys"))
+        changed = found.drop("k").withColumn("amount", F.col("amount") * 1.1)
+        changed.write.mode("append").parquet(out)
+        return observed.get["keys"]
 
     def delete() -> object:
         found = spark.read.parquet(plain).where("amount < 40")
@@ -76,7 +92,14 @@ def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], obje
             .collect()
         )
 
-    return {"INSERT": insert, "UPDATE": update, "DELETE": delete, "MERGE": merge, "SELECT": select}
+    return {
+        "INSERT": insert,
+        "UPDATE": update,
+        "UPDATE floor": update_floor,
+        "DELETE": delete,
+        "MERGE": merge,
+        "SELECT": select,
+    }
 
 
 def main() -> None:
@@ -124,22 +147,34 @@ def main() -> None:
         header = ("statement", "txsql s", "(min)", "plain s", "(min)", "ratio")
         print("{:10} {:>9} {:>7} {:>9} {:>7} {:>6}  jobs".format(*header))
         for name, sql in STATEMENTS.items():
+            floor = peers.get(f"{name} floor")
             for _ in range(WARM):
                 ours(sql)
                 theirs(peers[name])
+                if floor is not None:
+                    theirs(floor)
             mine: list[float] = []
             peer: list[float] = []
+            floors: list[float] = []
             jobs = set()
             for _ in range(RUNS):
                 seconds, job_count = ours(sql)
                 mine.append(seconds)
                 jobs.add(job_count)
                 peer.append(theirs(peers[name]))
+                if floor is not None:
+                    floors.append(theirs(floor))
             a, b = statistics.median(mine), statistics.median(peer)
             print(
                 f"{name:10} {a:9.3f} {min(mine):7.3f} {b:9.3f} {min(peer):7.3f} {a / b:5.2f}x"
                 f"  {sorted(j for j in jobs if j is not None)}"
             )
+            if floors:
+                f = statistics.median(floors)
+                print(
+                    f"{'  floor':10} {'':9} {'':7} {f:9.3f} {min(floors):7.3f} {f / b:5.2f}x"
+                    f"  (floor / plain; txsql / floor {a / f:.2f}x)"
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()

@@ -14,10 +14,12 @@ matching rows and writes them; DELETE finds the matching rows' file and position
 deletion vector needs); MERGE writes the broadcast-joined updated rows plus the source
 rows without a match; SELECT collects the filtered rows. No log, no checks, no commit.
 
-UPDATE also prints its floor (issue 22: "the measured floor, not an estimate"), timed in
-turn with the other two: plain Spark's UPDATE plus what any deletion-vector UPDATE must
-learn in the same job, the old rows' positions (``_metadata.file_path`` and ``row_index``,
-observed as a list of keys), as ``benchmarks/dml_peers.py``'s positions floor does.
+UPDATE, MERGE and SELECT also print their floors (issue 22: "the measured floor, not an
+estimate"), timed in turn with the other two: plain Spark's work plus what any
+deletion-vector plan must add in the same job. UPDATE and MERGE learn the positions of the
+target rows they replace (``_metadata.file_path`` and ``row_index``, observed as a list of
+keys, as ``benchmarks/dml_peers.py``'s positions floor does); SELECT drops as many deleted
+positions as the table's DVs hold, by a literal ``NOT (key IN (...))`` on the same key.
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ STATEMENTS = {
 }
 
 
-def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], object]]:
+def plain_peers(
+    spark: Any, plain: str, out: str, deleted_rows: int
+) -> dict[str, Callable[[], object]]:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -63,9 +67,10 @@ def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], obje
         changed.withColumn("amount", F.col("amount") * 1.1).write.mode("append").parquet(out)
         return None
 
+    key = "shiftleft(crc32(CAST(_metadata.file_path AS BINARY)), 32) | _metadata.row_index"
+
     def update_floor() -> object:  # + what any DV UPDATE must learn: the old positions
         observed = Observation(f"floor_{uuid.uuid4().hex}")
-        key = "shiftleft(crc32(CAST(_metadata.file_path AS BINARY)), 32) | _metadata.row_index"
         found = spark.read.parquet(plain).where("region = 'eu'").selectExpr("*", f"{key} AS k")
         found = found.observe(observed, F.expr("collect_list(k) AS keys"))
         changed = found.drop("k").withColumn("amount", F.col("amount") * 1.1)
@@ -84,10 +89,30 @@ def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], obje
         updated.unionByName(inserted).write.mode("append").parquet(out)
         return None
 
+    def merge_floor() -> object:  # + the matched target rows' positions, for their DVs
+        observed = Observation(f"floor_{uuid.uuid4().hex}")
+        target, source = spark.read.parquet(plain), spark.table("changes")
+        keyed = target.selectExpr("*", f"{key} AS k")
+        joined = keyed.alias("o").join(F.broadcast(source.alias("c")), "id")
+        joined = joined.observe(observed, F.expr("collect_list(o.k) AS keys"))
+        updated = joined.select("id", "o.customer", F.col("c.amount").alias("amount"), "o.region")
+        inserted = source.join(target, "id", "left_anti")
+        updated.unionByName(inserted).write.mode("append").parquet(out)
+        return observed.get["keys"]
+
     def select() -> object:
         return (
             spark.read.parquet(plain)
             .where("region = 'eu'")
+            .select("id", "customer", "amount")
+            .collect()
+        )
+
+    def select_floor() -> object:  # + dropping deleted positions, as many as the table has
+        keep = f"NOT ({key} IN ({', '.join(str(-1 - i) for i in range(deleted_rows))}))"
+        return (
+            spark.read.parquet(plain)
+            .where(f"region = 'eu' AND {keep}")
             .select("id", "customer", "amount")
             .collect()
         )
@@ -98,7 +123,9 @@ def plain_peers(spark: Any, plain: str, out: str) -> dict[str, Callable[[], obje
         "UPDATE floor": update_floor,
         "DELETE": delete,
         "MERGE": merge,
+        "MERGE floor": merge_floor,
         "SELECT": select,
+        "SELECT floor": select_floor,
     }
 
 
@@ -117,8 +144,10 @@ def main() -> None:
             " PARTITIONED BY (region)"
         )
         s.sql(f"INSERT INTO {t} VALUES {ROWS}")
-        s.sql(f"UPDATE {t} SET amount = amount * 1.1 WHERE region = 'eu'")
-        s.sql(f"DELETE FROM {t} WHERE amount < 20")
+        updated = s.sql(f"UPDATE {t} SET amount = amount * 1.1 WHERE region = 'eu'")
+        deleted = s.sql(f"DELETE FROM {t} WHERE amount < 20")
+        # Rows the table's DVs hide: the SELECT floor drops as many positions.
+        hidden = updated.metrics["num_updated_rows"] + deleted.metrics["num_deleted_rows"]
         spark.createDataFrame(
             [(2, "bob", 40.0, "us"), (5, "eve", 60.0, "eu")],
             "id BIGINT, customer STRING, amount DOUBLE, region STRING",
@@ -126,7 +155,7 @@ def main() -> None:
         plain = os.path.join(work, "plain")
         rows = s.sql(f"SELECT * FROM {t}").to_pandas()
         spark.createDataFrame(rows).write.partitionBy("region").parquet(plain)
-        peers = plain_peers(spark, plain, os.path.join(work, "plain_out"))
+        peers = plain_peers(spark, plain, os.path.join(work, "plain_out"), hidden)
 
         copies = iter(range(10**6))
 

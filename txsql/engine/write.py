@@ -62,6 +62,12 @@ Spark would write a tiny file per task and partition value, and one task finishe
 (benchmarks/README.md, "MERGE into a small target")."""
 
 
+def in_one_task(df: DataFrame, rows: int | None) -> DataFrame:
+    """``df`` computed and written by one task when it comes from at most
+    :data:`ONE_TASK_ROWS` rows (``rows``; None: unknown, left as it is)."""
+    return df.coalesce(1) if rows is not None and rows <= ONE_TASK_ROWS else df
+
+
 def write_data_files(
     spark: SparkSession,
     df: DataFrame,

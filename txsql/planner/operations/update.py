@@ -25,7 +25,7 @@ from txsql.engine.changes import cdf_enabled
 from txsql.engine.names import fresh_names
 from txsql.engine.scan import resolve_path, snapshot_row_ids
 from txsql.engine.schema import quote
-from txsql.engine.write import ONE_TASK_ROWS, write_data_files
+from txsql.engine.write import in_one_task, write_data_files
 from txsql.errors import TxSqlError
 from txsql.log.actions import Action, AddFile
 from txsql.planner.context import RunContext
@@ -96,9 +96,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 # One projection picks the SET values and casts every column to its type.
                 values = {column: quote(name) for name, (column, _) in zip(set_names, assignments)}
                 new_rows = written_from.selectExpr(*typed_columns(snapshot.schema_json, values))
-                scanned = total_records(plan.scan)
-                if scanned is not None and scanned <= ONE_TASK_ROWS:
-                    new_rows = new_rows.coalesce(1)
+                new_rows = in_one_task(new_rows, total_records(plan.scan))
 
                 rewrite_started = time.perf_counter()
                 with counting_jobs() as write_jobs:

@@ -35,7 +35,7 @@ import numpy as np
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from txsql.engine.write import ONE_TASK_ROWS
+from txsql.engine.write import in_one_task
 from txsql.log.actions import AddFile
 from txsql.planner.dml.dv_writes import DIRECT_ROWS, bitmaps_by_crc, crc_paths
 from txsql.planner.operations.merge import execute as mx
@@ -109,8 +109,7 @@ def run_small_target(
         rest = mx.unmatched_by_anti_join(plan, target, source, column_types, drop_deleted)
         parts.append(rest.observe(inserts_seen, _counts(plan.indexes(NOT_MATCHED))))
     rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    if (total_records(files) or 0) + num_source <= ONE_TASK_ROWS:
-        rows = rows.coalesce(1)
+    rows = in_one_task(rows, (total_records(files) or 0) + num_source)
     if plan.indexes(actions=("update", "insert")):
         written += write(rows)
     else:  # DELETE only: nothing to write, the job only observes

@@ -38,7 +38,7 @@ from txsql.errors import CommitConflictError
 from txsql.log.actions import Action, AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE, Column, Comparison, Literal
-from txsql.txn.rowmap import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
+from txsql.txn.rowlevel.row_map import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
 from txsql.txn.transaction import Transaction
 
 SCHEMA = json.dumps(

@@ -3,7 +3,7 @@
 Three kinds of names are checked, wherever they appear in the document (prose, tables,
 code blocks):
 
-* paths from the repository root (``txsql/txn/retry.py``, ``tests/interop/readers.py``,
+* paths from the repository root (``txsql/txn/commit/loop.py``, ``tests/interop/readers.py``,
   ``benchmarks/README.md``) and root files (``README.md``);
 * paths inside the package written without ``txsql/`` (``planner/operations/merge/``),
   recognised by their first part being a txsql subpackage;
@@ -158,7 +158,7 @@ def test_the_layer_rules_are_the_ones_test_layers_checks() -> None:
     [
         ("see `txsql/txn/no_such_module.py`", True),
         ("see `planner/operations/no_such_folder/`", True),
-        ("see `txsql/txn/retry.py` and `planner/operations/merge/`", False),
+        ("see `txsql/txn/commit/loop.py` and `planner/operations/merge/`", False),
         ("placeholders: `tests/<subpackage>/test_<module>.py`", False),
         ("builders in `ddl.py` and `commands.py`", False),
         ("builders in `no_such_builder.py`", True),

@@ -30,7 +30,7 @@ from txsql.log import features
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.durable import sync_files
-from txsql.txn import group_commit
+from txsql.txn.multitable import group_commit
 from txsql.txn.transaction import Transaction, commit_together
 
 TABLES = ("t0", "t1", "t2")

@@ -20,9 +20,9 @@ from tests.txn.multi_crash_writer import TABLES, TRANSFER, create, data_file
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.paths import join
 from txsql.storage.written import record_written, recording
-from txsql.txn.coordinator import COORDINATOR_DIR, coordinator_at
-from txsql.txn.prepared import prepare_transactions
-from txsql.txn.prepared_commit import commit_prepared, rollback_prepared
+from txsql.txn.multitable.coordinator import COORDINATOR_DIR, coordinator_at
+from txsql.txn.prepared.decide import commit_prepared, rollback_prepared
+from txsql.txn.prepared.prepare import prepare_transactions
 from txsql.txn.transaction import Transaction
 
 

@@ -2,7 +2,7 @@
 
 The oracle is a plain list model: an output file's rows are its sources' rows concatenated,
 minus the rows their DVs delete; the tests compute the expected ids from that model, not
-from :mod:`txsql.txn.compaction`.
+from :mod:`txsql.txn.rowlevel.compaction_races`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from txsql.errors import CommitConflictError, ConcurrentDeleteReadError
 from txsql.log.actions import Action, AddFile, RemoveFile
 from txsql.log.predicates import TRUE, Column, Comparison, Literal
 from txsql.txn.result import CommitResult
-from txsql.txn.rowmap import (
+from txsql.txn.rowlevel.row_map import (
     ROW_MAP_PARAM,
     OutputBin,
     RowMap,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from txsql.storage.filesystem import MemoryFileIO
-from txsql.txn.coordinator import HINT_INTERVAL, Coordinator, GroupRecord
+from txsql.txn.multitable.coordinator import HINT_INTERVAL, Coordinator, GroupRecord
 
 ROOT = "/mem/wh/_txsql_coordinator"
 

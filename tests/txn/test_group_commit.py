@@ -19,9 +19,9 @@ from txsql.log import features
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
-from txsql.txn import group_commit
-from txsql.txn.coordinator import coordinator_at, roll_forward
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.multitable import group_commit
+from txsql.txn.multitable.coordinator import coordinator_at, roll_forward
 from txsql.txn.transaction import Transaction, commit_together
 
 ENROLLED = {features.MULTI_TABLE_PROPERTY: "true"}

@@ -19,7 +19,7 @@ from tests.txn.test_group_commit import ENROLLED, make_table, writer
 from tests.txn.transfer_writer import ACCOUNTS, OPENING_BALANCE
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
-from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
+from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
 from txsql.txn.transaction import commit_together
 
 
@@ -69,7 +69,7 @@ def test_a_half_published_group_is_hidden_until_it_is_whole(
     points: ReadPoints = {}
     assert snapshot_at_read_point(points, b).version == 0
 
-    group_stopped_at([a, b], "txsql.txn.coordinator", "mtx_published_1", monkeypatch)
+    group_stopped_at([a, b], "txsql.txn.multitable.coordinator", "mtx_published_1", monkeypatch)
     published = [t.latest_version() for t in (a, b)]
     assert sorted(cast("list[int]", published)) == [0, 1]  # exactly one table published
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [0, 0]
@@ -83,7 +83,7 @@ def test_a_group_ratified_before_the_read_point_is_seen_whole(
     seen before the point (found by the concurrent test below: half a transfer)."""
     a, b = make_table(tmp_path, "a", ENROLLED), make_table(tmp_path, "b", ENROLLED)
 
-    group_stopped_at([a, b], "txsql.txn.group_commit", "mtx_ratified", monkeypatch)
+    group_stopped_at([a, b], "txsql.txn.multitable.group_commit", "mtx_ratified", monkeypatch)
     assert [a.latest_version(), b.latest_version()] == [0, 0], "ratified, not published"
     points: ReadPoints = {}
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [1, 1]

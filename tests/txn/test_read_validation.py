@@ -25,9 +25,9 @@ from tests.txn.test_transfers import ROOT_DIR, child_env, latest_version
 from txsql.errors import ConcurrentAppendError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
-from txsql.txn.coordinator import Coordinator, GroupRecord
+from txsql.txn.commit.read_validation import ReadCheck
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.read_validation import ReadCheck
+from txsql.txn.multitable.coordinator import Coordinator, GroupRecord
 from txsql.txn.transaction import Transaction, commit_together
 
 ROUNDS = 12

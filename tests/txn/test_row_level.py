@@ -17,7 +17,7 @@ from txsql.errors import (
 from txsql.log.actions import AddFile, RemoveFile
 from txsql.log.codec import decode_commit
 from txsql.log.predicates import Column, Comparison, Literal, LiteralValue, Predicate
-from txsql.txn.rowlevel import loosen_stats
+from txsql.txn.rowlevel.state import loosen_stats
 from txsql.txn.transaction import Transaction
 
 

@@ -201,7 +201,7 @@ def test_in_commit_timestamps_are_monotonic() -> None:
 def test_validate_reads_checks_winners_since_the_pinned_version() -> None:
     from tests.txn.harness import Lab
     from txsql.log.predicates import Column, Comparison, Literal
-    from txsql.txn.read_validation import validate_reads
+    from txsql.txn.commit.read_validation import validate_reads
 
     lab = Lab(("x",), row_level=False)
     one = lab.file("one", range(3), {"x": "1"})
@@ -221,7 +221,7 @@ def test_validate_reads_checks_winners_since_the_pinned_version() -> None:
 
 def test_validate_reads_catches_a_removed_read_file() -> None:
     from tests.txn.harness import Lab
-    from txsql.txn.read_validation import validate_reads
+    from txsql.txn.commit.read_validation import validate_reads
 
     lab = Lab()
     one = lab.file("one", range(3))

@@ -33,8 +33,8 @@ from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.factory import file_io_for
-from txsql.txn import coordinator
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.multitable import coordinator
 from txsql.txn.transaction import Transaction, commit_together
 
 ACCOUNTS = 4

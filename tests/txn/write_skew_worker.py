@@ -29,7 +29,7 @@ from txsql.planner.catalog import Catalog
 from txsql.planner.context import DmlHooks, RunContext
 from txsql.planner.sql.statements import Begin, Commit
 from txsql.planner.transaction_control import transaction_control
-from txsql.txn.coordinator import Coordinator
+from txsql.txn.multitable.coordinator import Coordinator
 from txsql.txn.transaction import Transaction
 
 COLUMNS = ("role", "round")

@@ -26,11 +26,11 @@ from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import Catalog
 from txsql.planner.sql.refs import TableRef
 from txsql.storage.written import WrittenFiles, activate, deactivate
-from txsql.txn.conflicts import RowPredicateChecker
+from txsql.txn.commit.read_validation import ReadCheck
+from txsql.txn.conflicts.checker import RowPredicateChecker
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
-from txsql.txn.read_validation import ReadCheck
+from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
 from txsql.txn.result import CommitResult
 from txsql.txn.transaction import Transaction
 
@@ -72,7 +72,8 @@ class ExplicitTransaction:
     aborted: Exception | None = None
     # The staged state when the running statement began (change data feed bookkeeping).
     statement_start: Any = None
-    # Every read of an enrolled table sees one coordinator position (txsql.txn.read_point).
+    # Every read of an enrolled table sees one coordinator position
+    # (txsql.txn.multitable.read_point).
     read_points: ReadPoints = field(default_factory=dict)
 
     @property

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from txsql.log.actions import AddFile
-from txsql.txn.rowlevel import total_records
+from txsql.txn.rowlevel.state import total_records
 
 _SHOWN_ONLY: dict[str, Any] = {"shown_only": True}
 

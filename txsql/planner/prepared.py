@@ -2,7 +2,7 @@
 
 PREPARE TRANSACTION ends the open transaction (as COMMIT does): every table it wrote is
 checked and its actions recorded durably under the id in the warehouse's coordinator
-(:mod:`txsql.txn.prepared`); nothing is visible. COMMIT PREPARED and ROLLBACK PREPARED
+(:mod:`txsql.txn.prepared.prepare`); nothing is visible. COMMIT PREPARED and ROLLBACK PREPARED
 run outside a transaction block (PostgreSQL's rule), from any process on the warehouse.
 Every result lists each table with its version.
 """
@@ -22,11 +22,16 @@ from txsql.planner.sql.transactions import (
 )
 from txsql.planner.transaction_control import commit_description, refuse_if_aborted
 from txsql.result import Result
-from txsql.txn.coordinator import COORDINATOR_DIR, Coordinator, coordinator_at, coordinator_root
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.prepared import PreparedOutcome, prepare_transactions
-from txsql.txn.prepared_commit import commit_prepared, rollback_prepared
-from txsql.txn.prepared_records import (
+from txsql.txn.multitable.coordinator import (
+    COORDINATOR_DIR,
+    Coordinator,
+    coordinator_at,
+    coordinator_root,
+)
+from txsql.txn.prepared.decide import commit_prepared, rollback_prepared
+from txsql.txn.prepared.prepare import PreparedOutcome, prepare_transactions
+from txsql.txn.prepared.records import (
     ROLLBACK,
     undecided,
 )

@@ -10,7 +10,7 @@ warehouse's coordinator forward (:func:`roll_forward`).
 Inside a transaction a failed statement aborts it (PostgreSQL's rule: only ROLLBACK runs
 then), and COMMIT validates the tables it read but did not write (Serializable): inside
 the coordinator's ratify loop for tables enrolled with the written ones, atomically with
-the commit; just before the commit otherwise (:mod:`txsql.txn.read_validation`).
+the commit; just before the commit otherwise (:mod:`txsql.txn.commit.read_validation`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from txsql.planner.context import ExplicitTransaction, RunContext, StagedStateme
 from txsql.planner.idempotent import StatementSkipped
 from txsql.planner.sql.statements import Begin, Commit, Rollback
 from txsql.result import Result
-from txsql.txn.coordinator import COORDINATOR_DIR, coordinator_at
-from txsql.txn.coordinator import roll_forward as roll_forward_at
+from txsql.txn.commit.read_validation import ReadCheck
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.read_validation import ReadCheck
+from txsql.txn.multitable.coordinator import COORDINATOR_DIR, coordinator_at
+from txsql.txn.multitable.coordinator import roll_forward as roll_forward_at
 from txsql.txn.transaction import commit_together
 
 

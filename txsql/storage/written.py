@@ -16,7 +16,7 @@ runs in:
   file, the object-store path for its fresh directory) call :func:`record_written` /
   :func:`record_written_directory`; with no ledger active they record nothing.
 
-What is deleted, and the checks that make it safe, is :mod:`txsql.txn.own_files`.
+What is deleted, and the checks that make it safe, is :mod:`txsql.txn.commit.own_files`.
 
 :func:`missing_files` is the other half: right before its put-if-absent a commit makes
 sure the files it adds still exist (one ``stat`` per file locally, one HEAD per object on

@@ -2,5 +2,5 @@
 
 Public entry points: :class:`txsql.txn.transaction.Transaction`,
 :class:`txsql.txn.result.CommitResult` (also importable from ``transaction``),
-:class:`txsql.txn.isolation.IsolationLevel` and :mod:`txsql.txn.conflicts`.
+:class:`txsql.txn.isolation.IsolationLevel` and :mod:`txsql.txn.conflicts.checker`.
 """

@@ -18,7 +18,7 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, is_deterministic
 
 if TYPE_CHECKING:
-    from txsql.txn.joinread import JoinRead
+    from txsql.txn.join_read import JoinRead
 
 
 def norm_path(path: str) -> str:
@@ -57,7 +57,7 @@ class ReadSet:
         app_ids: App ids looked up (exactly-once writers).
         metadata_read: Whether schema/properties were read (informational: any winning
             metadata change that is not allow-listed conflicts anyway).
-        joins: MERGE reads "target rows joining our source" (:mod:`txsql.txn.joinread`);
+        joins: MERGE reads "target rows joining our source" (:mod:`txsql.txn.join_read`);
             their files are in ``files`` and their matched rows in ``rows``.
     """
 

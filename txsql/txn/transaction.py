@@ -1,14 +1,14 @@
 """Optimistic transactions: pin a read snapshot, record reads, stage actions, commit.
 
 A lost race (the version file exists) is not an error by itself: every winning commit is
-checked in version order by :mod:`txsql.txn.conflicts`; if none conflicts the staged
+checked in version order by :mod:`txsql.txn.conflicts.checker`; if none conflicts the staged
 actions are rebased onto the newest version (adopting allow-listed metadata, merging
 deletion vectors row by row) and written again. Data files are never rewritten on retry
 and commitInfo keeps the original ``readVersion``.
 
 The files the transaction's statements write are recorded in its ledger
 (:attr:`Transaction.written`); whatever no commit names when the transaction ends is
-deleted (:mod:`txsql.txn.own_files`), so ROLLBACK, a refused statement or a conflict
+deleted (:mod:`txsql.txn.commit.own_files`), so ROLLBACK, a refused statement or a conflict
 leaves no orphan behind.
 """
 
@@ -29,16 +29,16 @@ from txsql.log.features import multi_table_enrolled
 from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.storage.written import WrittenFiles, recording
-from txsql.txn.conflicts import RowPredicateChecker
-from txsql.txn.group_commit import commit_together
+from txsql.txn.commit.loop import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
+from txsql.txn.commit.own_files import delete_uncommitted
+from txsql.txn.commit.read_validation import ReadCheck
+from txsql.txn.conflicts.checker import RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
-from txsql.txn.joinread import JoinChecker, JoinRead, record_join
-from txsql.txn.own_files import delete_uncommitted
-from txsql.txn.read_point import ReadPoints, snapshot_at_read_point
-from txsql.txn.read_validation import ReadCheck
+from txsql.txn.join_read import JoinChecker, JoinRead, record_join
+from txsql.txn.multitable.group_commit import commit_together
+from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.result import CommitResult
-from txsql.txn.retry import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
 from txsql.txn.staging import StagedActions, overlay_snapshot
 
 __all__ = [
@@ -82,7 +82,7 @@ class Transaction:
         # Set by the planner's MERGE (it knows Spark): do rows join with a MERGE's source?
         self.join_checker: JoinChecker | None = None
         # Shared by the transactions of one statement or BEGIN ... COMMIT: enrolled tables
-        # are then pinned at one coordinator position (see txsql.txn.read_point).
+        # are then pinned at one coordinator position (see txsql.txn.multitable.read_point).
         self.read_points: ReadPoints | None = None
         self.read_set = ReadSet()
         self.txn_id = str(uuid.uuid4())
@@ -242,7 +242,7 @@ class Transaction:
 
         ``reads`` validate tables read but not written (Serializable): atomically with
         the commit for tables enrolled in this table's coordinator when this table is
-        enrolled (see :mod:`txsql.txn.read_validation`), otherwise just before it.
+        enrolled (see :mod:`txsql.txn.commit.read_validation`), otherwise just before it.
 
         Raises:
             CommitConflictError: a winning commit conflicts (a subclass says which rule).

@@ -47,7 +47,7 @@ from txsql.log.actions import Action, AddFile
 from txsql.log.snapshot import Snapshot
 from txsql.planner.dml.jobs import count_job
 from txsql.storage.factory import delete_quietly, file_io_for
-from txsql.txn.rowlevel import loosen_stats, num_records, total_records
+from txsql.txn.rowlevel.state import loosen_stats, num_records, total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

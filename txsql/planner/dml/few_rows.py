@@ -45,7 +45,7 @@ from txsql.log.actions import AddFile
 from txsql.planner.dml import dv_writes
 from txsql.planner.dml.dv_writes import bitmaps_by_crc, crc_paths
 from txsql.planner.dml.jobs import count_job
-from txsql.txn.rowlevel import num_records, total_records
+from txsql.txn.rowlevel.state import num_records, total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation, SparkSession

@@ -5,7 +5,7 @@ read predicate, the conflict checker asks: does any live row of those files actu
 satisfy it? Spark answers by scanning just those files (deletion vectors applied) with the
 predicate's SQL and fetching at most one row.
 
-The same object answers two row-level questions (:mod:`txsql.txn.row_hooks`): do any of
+The same object answers two row-level questions (:mod:`txsql.txn.hooks`): do any of
 these *specific* rows satisfy the predicate (rows a winner revived by shrinking a DV), and
 what are the values of a few rows (for conflict messages)? Both read the physical rows by
 ``_metadata.row_index``, ignoring the files' deletion vectors.

@@ -29,8 +29,8 @@ from txsql.planner.sql.command_statements import (
 )
 from txsql.planner.sql.refs import ColumnSpec
 from txsql.result import Result
-from txsql.txn.coordinator import coordinator_for
-from txsql.txn.prepared_records import undecided
+from txsql.txn.multitable.coordinator import coordinator_for
+from txsql.txn.prepared.records import undecided
 from txsql.txn.transaction import Transaction
 
 P = properties.TableProperties

@@ -32,7 +32,7 @@ from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
 from txsql.planner.metrics import DeleteMetrics, elapsed_ms
 from txsql.planner.sql.statements import Delete
 from txsql.result import Result
-from txsql.txn.rowlevel import num_records
+from txsql.txn.rowlevel.state import num_records
 
 
 def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:

@@ -43,8 +43,8 @@ from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
 from txsql.result import Result
 from txsql.txn.readset import norm_path
-from txsql.txn.rowlevel import num_records
-from txsql.txn.rowmap import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
+from txsql.txn.rowlevel.row_map import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
+from txsql.txn.rowlevel.state import num_records
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -42,7 +42,7 @@ from txsql.planner.metrics import UpdateMetrics, elapsed_ms
 from txsql.planner.sql.statements import Update
 from txsql.result import Result
 from txsql.storage.factory import delete_quietly
-from txsql.txn.rowlevel import total_records
+from txsql.txn.rowlevel.state import total_records
 
 _SET = "__txsql_set_{}"  # base of the SET value columns, made fresh per statement
 

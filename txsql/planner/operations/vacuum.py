@@ -15,7 +15,7 @@ A file under the table root is deleted when (Delta's ``VacuumCommand``):
   a file may be a running statement's, written and about to be committed. Delta Spark
   deletes those with ``RETAIN 0 HOURS`` and the safety check off, and the statement then
   commits a file that is gone; here it survives (and should it be deleted anyway, its
-  commit fails typed rather than naming it, :mod:`txsql.txn.own_files`).
+  commit fails typed rather than naming it, :mod:`txsql.txn.commit.own_files`).
 
 That covers expired tombstones and orphans: files a killed writer left, unreferenced
 ``deletion_vector_*.bin``, and staging folders of txsql's ``_txsql_staging/`` whose
@@ -70,8 +70,8 @@ from txsql.storage.paths import (
     parse_location,
     resolve_in_root,
 )
-from txsql.txn.coordinator import coordinator_for
-from txsql.txn.prepared_records import undecided
+from txsql.txn.multitable.coordinator import coordinator_for
+from txsql.txn.prepared.records import undecided
 
 CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 _HOUR_MS = 3_600_000

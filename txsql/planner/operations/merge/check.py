@@ -2,7 +2,7 @@
 
 A MERGE reads "the target rows that join with our source under ON" (plus, for WHEN NOT
 MATCHED BY SOURCE clauses, the unmatched target rows those clauses' conditions select).
-:func:`record_merge_read` records that as a :class:`~txsql.txn.joinread.JoinRead` with a
+:func:`record_merge_read` records that as a :class:`~txsql.txn.join_read.JoinRead` with a
 :class:`SourceRows` handle, and installs :class:`SparkJoinChecker` on the transaction.
 When a concurrent commit wins, the checker semi-joins the winner's added rows (or a
 removed file as we read it) with our source under ON: a conflict only if a row joins.
@@ -35,7 +35,7 @@ from txsql.planner.dml.row_check import physical_rows
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.predicates import to_predicate
 from txsql.planner.sql.statements import NOT_MATCHED_BY_SOURCE, Merge
-from txsql.txn.joinread import JoinRead
+from txsql.txn.join_read import JoinRead
 from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ from txsql.planner.dml.dv_writes import DIRECT_ROWS, bitmaps_by_crc, crc_paths
 from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.plan import MATCHED, NOT_MATCHED, MergePlan
 from txsql.planner.operations.merge.summary import Summary
-from txsql.txn.rowlevel import total_records
+from txsql.txn.rowlevel.state import total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation

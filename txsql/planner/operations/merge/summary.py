@@ -20,7 +20,7 @@ from txsql.planner.dml.jobs import count_job
 from txsql.planner.operations.merge.execute import ACTION, FILE, ROW
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.statements import MATCHED, NOT_MATCHED_BY_SOURCE
-from txsql.txn.rowlevel import total_records
+from txsql.txn.rowlevel.state import total_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation

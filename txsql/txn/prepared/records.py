@@ -30,7 +30,7 @@ from txsql.errors import (
     PreparedTransactionNotFoundError,
     TransactionError,
 )
-from txsql.txn.coordinator import Coordinator, GroupRecord
+from txsql.txn.multitable.coordinator import Coordinator, GroupRecord
 
 PREPARED_DIR = "prepared"
 DECIDED_DIR = "decided"

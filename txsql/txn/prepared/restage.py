@@ -25,9 +25,9 @@ from txsql.log.actions import Action, CommitInfo, DomainMetadata, RemoveFile, Se
 from txsql.log.codec import decode_commit, encode_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.logstore import log_store_for
-from txsql.txn.coordinator import Participant, now_ms, staged_name
-from txsql.txn.own_files import require_added_files
-from txsql.txn.prepared_records import PreparedParticipant
+from txsql.txn.commit.own_files import require_added_files
+from txsql.txn.multitable.coordinator import Participant, now_ms, staged_name
+from txsql.txn.prepared.records import PreparedParticipant
 from txsql.txn.readset import norm_path
 from txsql.txn.winner import WinningCommit
 

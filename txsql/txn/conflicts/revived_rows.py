@@ -18,13 +18,13 @@ from pyroaring import BitMap64
 from txsql.errors import CommitConflictError, ConcurrentAppendError, ConcurrentDeleteDeleteError
 from txsql.log.actions import AddFile
 from txsql.log.file_skipping import may_match_file
-from txsql.txn.explain import Reporter, colliding_rows, key_columns, partition_labels
+from txsql.txn.conflicts.report import Reporter, colliding_rows, key_columns, partition_labels
+from txsql.txn.hooks import RowJoinChecker, RowSetChecker
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.row_hooks import RowJoinChecker, RowSetChecker
 from txsql.txn.winner import WinningCommit
 
 if TYPE_CHECKING:
-    from txsql.txn.conflicts import TxnView
+    from txsql.txn.conflicts.checker import TxnView
 
 
 def same_rows(winner: WinningCommit, ours: TxnView, paths: set[str]) -> dict[str, BitMap64]:

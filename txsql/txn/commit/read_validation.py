@@ -7,14 +7,14 @@ skew across tables (T1 reads a and writes b, T2 reads b and writes a, both commi
 
 Under ``Serializable`` txsql also validates every other table the transaction read: each
 commit to that table since the transaction pinned it is run through the same checker as a
-write (:func:`txsql.txn.conflicts.check_winning_commit`) with a view that stages no
+write (:func:`txsql.txn.conflicts.checker.check_winning_commit`) with a view that stages no
 actions, so only the "data we read changed" rules can fire (appends we should have read,
 files or rows we read that were deleted). A read-only view is never a blind append and is
 checked as ``Serializable``: every added row counts, blind or not.
 
 Atomic for enrolled tables: when the written tables commit through the coordinator and a
 read table is enrolled in the same coordinator, the check runs inside the ratification
-loop (:mod:`txsql.txn.group_commit`), before each put of the coordinator record at
+loop (:mod:`txsql.txn.multitable.group_commit`), before each put of the coordinator record at
 position ``P``, over every commit the read table holds once every record below ``P`` is
 published. Every commit to that table is such a record, so a ratify at ``P`` that wins
 proves nothing was committed to it between the read and ``P``; one that loses publishes
@@ -33,11 +33,11 @@ from txsql.errors import CommitConflictError
 from txsql.log import properties
 from txsql.log.features import multi_table_enrolled
 from txsql.log.schema import parse_schema
-from txsql.txn.conflicts import TxnView, check_winning_commit
-from txsql.txn.coordinator import coordinator_root
+from txsql.txn.conflicts.checker import TxnView, check_winning_commit
 from txsql.txn.isolation import IsolationLevel, row_level_enabled
+from txsql.txn.multitable.coordinator import coordinator_root
 from txsql.txn.readset import norm_path
-from txsql.txn.rowlevel import RowLevelState
+from txsql.txn.rowlevel.state import RowLevelState
 from txsql.txn.winner import WinningCommit
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
 """Conflict steps 6-7: files (or rows) a winner deleted that we read or also delete.
 
-Split from :mod:`txsql.txn.conflicts` (which keeps the order of the steps). Row level
+Split from :mod:`txsql.txn.conflicts.checker` (which keeps the order of the steps). Row level
 judges the winner's decidable DV updates row by row and returns the DV rebases; file level
 is Delta Spark's path-against-path rule. The small helpers at the top are shared with
-step 5 (:mod:`txsql.txn.added_file_conflicts`).
+step 5 (:mod:`txsql.txn.conflicts.added_files`).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from pyroaring import BitMap64
 
 from txsql.errors import ConcurrentDeleteDeleteError, ConcurrentDeleteReadError
 from txsql.log.actions import Action, AddFile, RemoveFile
-from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.conflicts.report import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.conflicts.revived_rows import fail_same_rows, same_rows
 from txsql.txn.isolation import changes_no_data
-from txsql.txn.joinread import harmless_removes
-from txsql.txn.row_conflicts import fail_same_rows, same_rows
-from txsql.txn.rowlevel import Rebase
+from txsql.txn.join_read import harmless_removes
+from txsql.txn.rowlevel.state import Rebase
 from txsql.txn.winner import WinningCommit
 
 if TYPE_CHECKING:
-    from txsql.txn.conflicts import TxnView
+    from txsql.txn.conflicts.checker import TxnView
 
 
 def row_level_dv_updates(winner: WinningCommit, ours: TxnView) -> set[str]:

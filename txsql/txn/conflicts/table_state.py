@@ -19,7 +19,7 @@ from txsql.errors import (
 )
 from txsql.log import column_rules, features
 from txsql.log.actions import Action, DomainMetadata, Metadata, Protocol, SetTransaction
-from txsql.txn.explain import Reporter
+from txsql.txn.conflicts.report import Reporter
 from txsql.txn.winner import WinningCommit
 
 # Keys a concurrent commit may add or change without failing us, with the values allowed

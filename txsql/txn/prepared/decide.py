@@ -1,4 +1,4 @@
-"""COMMIT PREPARED and ROLLBACK PREPARED, from any process (see :mod:`txsql.txn.prepared`).
+"""COMMIT PREPARED and ROLLBACK PREPARED, from any process (see :mod:`txsql.txn.prepared.prepare`).
 
 Both decide through the coordinator: the first record naming the prepared id with a
 ``preparedOutcome`` is the decision, and every later call reports it (COMMIT PREPARED of
@@ -26,7 +26,8 @@ from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.logstore import log_store_for
 from txsql.storage.written import Written
-from txsql.txn.coordinator import (
+from txsql.txn.commit.own_files import delete_uncommitted
+from txsql.txn.multitable.coordinator import (
     Coordinator,
     GroupRecord,
     now_ms,
@@ -34,9 +35,8 @@ from txsql.txn.coordinator import (
     remove_published_staged,
     roll_forward,
 )
-from txsql.txn.own_files import delete_uncommitted
-from txsql.txn.prepared import PreparedOutcome, decision_versions
-from txsql.txn.prepared_records import (
+from txsql.txn.prepared.prepare import PreparedOutcome, decision_versions
+from txsql.txn.prepared.records import (
     COMMIT,
     ROLLBACK,
     PreparedParticipant,
@@ -46,7 +46,7 @@ from txsql.txn.prepared_records import (
     mark_decided,
     read_prepared,
 )
-from txsql.txn.prepared_restage import DecidedElsewhere, Restager
+from txsql.txn.prepared.restage import DecidedElsewhere, Restager
 
 logger = logging.getLogger(__name__)
 

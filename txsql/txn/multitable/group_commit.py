@@ -14,7 +14,7 @@ Every commit to an enrolled table comes here, a single-table one as a group of o
    winning record is published (keeping the invariant), participants whose version it
    took are re-checked and re-staged, and the next position is tried. Under
    Serializable, the tables the transaction read but does not write are validated right
-   before each put (:mod:`txsql.txn.read_validation`): enrolled ones in this
+   before each put (:mod:`txsql.txn.commit.read_validation`): enrolled ones in this
    coordinator are thereby checked at the very position the group ratifies at.
 4. **Publish.** Each staged commit becomes ``_delta_log/<version>.json``. A failure here
    does not fail the commit: it is ratified, and the next txsql access completes it.
@@ -45,7 +45,10 @@ from txsql.storage.crashpoints import crash_point
 from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.paths import commit_name
 from txsql.storage.written import WrittenFiles, recording
-from txsql.txn.coordinator import (
+from txsql.txn.commit.loop import CommitLoop
+from txsql.txn.commit.own_files import require_added_files
+from txsql.txn.commit.read_validation import ReadCheck
+from txsql.txn.multitable.coordinator import (
     Coordinator,
     GroupRecord,
     Participant,
@@ -57,10 +60,7 @@ from txsql.txn.coordinator import (
     roll_forward,
     staged_name,
 )
-from txsql.txn.own_files import require_added_files
-from txsql.txn.read_validation import ReadCheck
 from txsql.txn.result import CommitResult
-from txsql.txn.retry import CommitLoop
 
 if TYPE_CHECKING:
     from txsql.txn.transaction import Transaction

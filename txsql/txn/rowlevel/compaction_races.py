@@ -34,8 +34,8 @@ from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from txsql.txn.isolation import changes_no_data
 from txsql.txn.readset import ReadSet, norm_path
-from txsql.txn.rowlevel import RowLevelState, loosen_stats, num_records
-from txsql.txn.rowmap import RowMap, UntranslatableError, decode_row_map, translate
+from txsql.txn.rowlevel.row_map import RowMap, UntranslatableError, decode_row_map, translate
+from txsql.txn.rowlevel.state import RowLevelState, loosen_stats, num_records
 from txsql.txn.winner import WinningCommit
 
 

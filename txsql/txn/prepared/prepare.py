@@ -3,12 +3,12 @@
 **Prepare** (the preparing process, :func:`prepare_group`): every participant is checked
 against its table's winners by the full checker (row level included) exactly as a commit
 would be, its actions are written to a prepared-actions file, and then the prepared record
-(:mod:`txsql.txn.prepared_records`) is put: from that put on, the transaction survives
+(:mod:`txsql.txn.prepared.records`) is put: from that put on, the transaction survives
 the process. Nothing is visible.
 
-**Commit** (any process, :mod:`txsql.txn.prepared_commit`): each participant is
+**Commit** (any process, :mod:`txsql.txn.prepared.decide`): each participant is
 re-checked against the commits made since it was prepared and staged again at its table's
-next version (:mod:`txsql.txn.prepared_restage`); the group is ratified through the
+next version (:mod:`txsql.txn.prepared.restage`); the group is ratified through the
 coordinator with a record that is both its commit point and the decision on the prepared
 id. The re-check is conservative (the row-level read set does not outlive the preparing
 process), but a blind append read nothing, so only a protocol, schema or property change,
@@ -32,16 +32,16 @@ from txsql.errors import CommitConflictError, TransactionError
 from txsql.log.codec import encode_commit
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.written import Written, WrittenFiles, recording
-from txsql.txn.coordinator import STAGED_DIR, GroupRecord, now_ms, roll_forward
-from txsql.txn.group_commit import GroupMember, group_member, name_table, one_coordinator
-from txsql.txn.own_files import delete_uncommitted, require_added_files
-from txsql.txn.prepared_records import (
+from txsql.txn.commit.loop import CommitLoop
+from txsql.txn.commit.own_files import delete_uncommitted, require_added_files
+from txsql.txn.multitable.coordinator import STAGED_DIR, GroupRecord, now_ms, roll_forward
+from txsql.txn.multitable.group_commit import GroupMember, group_member, name_table, one_coordinator
+from txsql.txn.prepared.records import (
     PreparedParticipant,
     PreparedRecord,
     require_valid_id,
     write_prepared,
 )
-from txsql.txn.retry import CommitLoop
 
 if TYPE_CHECKING:
     from txsql.txn.transaction import Transaction

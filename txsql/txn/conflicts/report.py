@@ -13,8 +13,8 @@ from txsql.errors import CommitConflictError
 from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate, referenced_columns
 from txsql.log.schema import StructType
+from txsql.txn.hooks import RowValueReader
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.row_hooks import RowValueReader
 from txsql.txn.winner import WinningCommit
 
 logger = logging.getLogger(__name__)

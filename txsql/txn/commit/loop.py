@@ -5,7 +5,7 @@ and checked against the (possibly already rebased) transaction; a winner carryin
 ``txnId`` means an earlier attempt landed and only its response was lost.
 
 Each attempt first checks that the files it adds still exist
-(:func:`~txsql.txn.own_files.require_added_files`), and the loop knows at every moment
+(:func:`~txsql.txn.commit.own_files.require_added_files`), and the loop knows at every moment
 whether an attempt might have landed unseen (:attr:`CommitLoop.outcome_unknown`): only
 when it certainly did not may the transaction delete the files it wrote.
 """
@@ -36,21 +36,21 @@ from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.leftovers import remove_stale_leftovers
-from txsql.txn.compaction import apply_carry, apply_dml_translation, own_row_map
-from txsql.txn.conflicts import CheckOutcome, TxnView, check_winning_commit
+from txsql.txn.commit.own_files import require_added_files
+from txsql.txn.conflicts.checker import CheckOutcome, TxnView, check_winning_commit
 from txsql.txn.isolation import choose_isolation, is_blind_append, row_level_enabled
-from txsql.txn.own_files import require_added_files
 from txsql.txn.readset import norm_path
 from txsql.txn.result import CommitResult
-from txsql.txn.rowlevel import RowLevelState, apply_rebases
+from txsql.txn.rowlevel.compaction_races import apply_carry, apply_dml_translation, own_row_map
+from txsql.txn.rowlevel.state import RowLevelState, apply_rebases
 from txsql.txn.winner import GROUP_TAG, WinningCommit
 from txsql.version import __version__
 
 if TYPE_CHECKING:
     from txsql.log.deltalog import DeltaLog
-    from txsql.txn.conflicts import RowPredicateChecker
+    from txsql.txn.conflicts.checker import RowPredicateChecker
     from txsql.txn.isolation import IsolationLevel
-    from txsql.txn.joinread import JoinChecker
+    from txsql.txn.join_read import JoinChecker
     from txsql.txn.readset import ReadSet
     from txsql.txn.staging import StagedActions
 

@@ -2,17 +2,17 @@
 
 Order (Delta Spark's ``ConflictChecker``; ARCHITECTURE.md, "Conflict checks"): protocol ->
 metadata -> domain metadata -> app ids -> files added that we should have read -> files
-deleted that we read -> files both deleted. Steps 1-4 live in :mod:`txsql.txn.table_rules`.
+deleted that we read -> files both deleted. Steps 1-4 live in :mod:`txsql.txn.conflicts.table_state`.
 Steps 5-7 come in two modes:
 
 * file level (``txsql.rowLevelConcurrency=false``, the default without DVs): exactly Delta
   Spark — partition predicates against the winner's partition values, paths against paths;
 * row level (default on DV tables): predicates against partition values *and* stats, the
   winner's new rows through an optional ``row_checker`` hook, and DV updates row by row
-  (:mod:`txsql.txn.rowlevel`). Anything undecidable falls back to the file-level rule.
+  (:mod:`txsql.txn.rowlevel.state`). Anything undecidable falls back to the file-level rule.
 
 This module is the driver (the order, and the compaction-vs-DML translation); step 5 is
-:mod:`txsql.txn.added_file_conflicts`, steps 6-7 :mod:`txsql.txn.deleted_file_conflicts`.
+:mod:`txsql.txn.conflicts.added_files`, steps 6-7 :mod:`txsql.txn.conflicts.deleted_files`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,24 @@ from dataclasses import dataclass, field
 from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from txsql.log.predicates import Predicate
 from txsql.log.schema import StructType
-from txsql.txn.added_file_conflicts import check_added_files, check_join_adds
-from txsql.txn.compaction import (
+from txsql.txn.conflicts.added_files import check_added_files, check_join_adds
+from txsql.txn.conflicts.deleted_files import (
+    check_deleted_files,
+    check_row_level_deletes,
+    row_level_dv_updates,
+)
+from txsql.txn.conflicts.report import Reporter
+from txsql.txn.conflicts.revived_rows import check_readds_without_remove, check_revived_rows
+from txsql.txn.conflicts.table_state import (
+    check_app_ids,
+    check_domains,
+    check_metadata,
+    check_protocol,
+)
+from txsql.txn.isolation import IsolationLevel, changes_no_data
+from txsql.txn.join_read import JoinChecker
+from txsql.txn.readset import ReadSet, norm_path
+from txsql.txn.rowlevel.compaction_races import (
     Carry,
     DmlTranslation,
     can_write_dvs,
@@ -32,19 +48,8 @@ from txsql.txn.compaction import (
     plan_dml_translation,
     winner_row_map,
 )
-from txsql.txn.deleted_file_conflicts import (
-    check_deleted_files,
-    check_row_level_deletes,
-    row_level_dv_updates,
-)
-from txsql.txn.explain import Reporter
-from txsql.txn.isolation import IsolationLevel, changes_no_data
-from txsql.txn.joinread import JoinChecker
-from txsql.txn.readset import ReadSet, norm_path
-from txsql.txn.row_conflicts import check_readds_without_remove, check_revived_rows
-from txsql.txn.rowlevel import Rebase, RowLevelState
-from txsql.txn.rowmap import RowMap
-from txsql.txn.table_rules import check_app_ids, check_domains, check_metadata, check_protocol
+from txsql.txn.rowlevel.row_map import RowMap
+from txsql.txn.rowlevel.state import Rebase, RowLevelState
 from txsql.txn.winner import WinningCommit
 
 __all__ = [
@@ -60,7 +65,7 @@ __all__ = [
 RowPredicateChecker = Callable[[Predicate, Sequence[AddFile]], bool]
 """Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)
 
-The hook object may also implement :class:`txsql.txn.row_hooks.RowSetChecker` (ask about
+The hook object may also implement :class:`txsql.txn.hooks.RowSetChecker` (ask about
 specific rows, e.g. rows a winner revived) and ``RowValueReader`` (values for messages).
 """
 
@@ -82,7 +87,7 @@ class TxnView:
         row_checker: Optional hook deciding whether added rows satisfy a read predicate.
         column_mapping_mode: Stats and partition values are keyed by physical names.
         join_checker: Optional hook deciding whether rows join with a MERGE's source
-            (:mod:`txsql.txn.joinread`); without it, join reads conflict like ``TRUE``.
+            (:mod:`txsql.txn.join_read`); without it, join reads conflict like ``TRUE``.
     """
 
     actions: Sequence[Action]

@@ -23,7 +23,7 @@ Records are contiguous (each is put at the position after the newest), so the ne
 found by probing names, never by listing (:meth:`Coordinator.latest_position`); the hint
 file ``latest_position.hint`` gives a fresh process a recent position to probe from.
 
-Invariant the writers keep (see :mod:`txsql.txn.group_commit`): before a writer puts
+Invariant the writers keep (see :mod:`txsql.txn.multitable.group_commit`): before a writer puts
 record ``p`` it has published every record below ``p``. So at any moment only the newest
 record can still be unpublished, and rolling forward means publishing that one record.
 """
@@ -109,7 +109,7 @@ class GroupRecord:
     transaction_id: str
     timestamp: int
     participants: tuple[Participant, ...]
-    # The decision on a prepared transaction (txsql.txn.prepared): "commit" names its
+    # The decision on a prepared transaction (txsql.txn.prepared.prepare): "commit" names its
     # participants, "rollback" none. Ordinary groups are neither.
     prepared_outcome: str | None = None
 

@@ -1,6 +1,6 @@
 """Conflict step 5: files a winner added that our transaction should have read.
 
-Split from :mod:`txsql.txn.conflicts` (which keeps the order of the steps): this is the
+Split from :mod:`txsql.txn.conflicts.checker` (which keeps the order of the steps): this is the
 rule itself in both modes. File level is Delta Spark's (only the partition conjuncts of our
 read predicates count); row level also uses stats and the ``row_checker`` hook, and MERGE
 join reads ask the ``join_checker`` hook whether an added row joins with the source.
@@ -16,15 +16,15 @@ from txsql.log.actions import AddFile
 from txsql.log.file_skipping import may_match_file
 from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import TRUE, Predicate, split_predicate
-from txsql.txn.deleted_file_conflicts import file_actions, row_level_dv_updates, sentence
-from txsql.txn.explain import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.conflicts.deleted_files import file_actions, row_level_dv_updates, sentence
+from txsql.txn.conflicts.report import Reporter, partition_labels, partition_predicate_example
+from txsql.txn.conflicts.revived_rows import fail_same_rows, same_rows
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ScanRecord
-from txsql.txn.row_conflicts import fail_same_rows, same_rows
 from txsql.txn.winner import WinningCommit
 
 if TYPE_CHECKING:
-    from txsql.txn.conflicts import TxnView
+    from txsql.txn.conflicts.checker import TxnView
 
 
 def _candidate_adds(winner: WinningCommit, ours: TxnView, skip: set[str]) -> list[AddFile]:

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from moto_server import MotoServer
+
 from txsql.log import features
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
@@ -175,8 +177,6 @@ def run(s3: tuple[str, Mapping[str, object]] | None) -> None:
 
 
 def main() -> None:
-    from commit import MotoServer
-
     with tempfile.TemporaryDirectory() as tmp:
         moto = MotoServer(tmp) if os.environ.get("TXSQL_BENCH_S3", "1") != "0" else None
         try:

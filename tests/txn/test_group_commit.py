@@ -21,7 +21,8 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.multitable import group_commit
-from txsql.txn.multitable.coordinator import coordinator_at, roll_forward
+from txsql.txn.multitable.coordinator import coordinator_at
+from txsql.txn.multitable.publish import roll_forward
 from txsql.txn.transaction import Transaction, commit_together
 
 ENROLLED = {features.MULTI_TABLE_PROPERTY: "true"}

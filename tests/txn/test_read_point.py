@@ -69,7 +69,7 @@ def test_a_half_published_group_is_hidden_until_it_is_whole(
     points: ReadPoints = {}
     assert snapshot_at_read_point(points, b).version == 0
 
-    group_stopped_at([a, b], "txsql.txn.multitable.coordinator", "mtx_published_1", monkeypatch)
+    group_stopped_at([a, b], "txsql.txn.multitable.publish", "mtx_published_1", monkeypatch)
     published = [t.latest_version() for t in (a, b)]
     assert sorted(cast("list[int]", published)) == [0, 1]  # exactly one table published
     assert [snapshot_at_read_point(points, t).version for t in (a, b)] == [0, 0]

@@ -34,7 +34,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.factory import file_io_for
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.multitable import coordinator
+from txsql.txn.multitable import publish
 from txsql.txn.transaction import Transaction, commit_together
 
 ACCOUNTS = 4
@@ -150,7 +150,7 @@ def slow_publish(pause_s: float) -> None:
             time.sleep(pause_s)
         crash_point(phase)
 
-    coordinator.crash_point = point
+    publish.crash_point = point
 
 
 def run_until(warehouse: str, stop_file: str, child: int, isolation: IsolationLevel) -> None:

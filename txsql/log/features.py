@@ -44,8 +44,9 @@ WRITER_FEATURES_SUPPORTED = frozenset(
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
-# property turns it on; the writer-only feature makes writers that do not know it (deltalake, Delta Spark)
-# refuse to commit behind the coordinator's back. Not a reader feature: every reader reads.
+# property turns it on; the writer-only feature makes writers that do not know it
+# (deltalake, Delta Spark) refuse to commit behind the coordinator's back. Not a reader
+# feature: every reader reads.
 MULTI_TABLE_PROPERTY = "txsql.multiTableTransactions"
 MULTI_TABLE_FEATURE = "txsqlMultiTableTransactions"
 

@@ -27,8 +27,8 @@ from txsql.planner.catalog import Catalog
 from txsql.planner.sql.refs import TableRef
 from txsql.storage.written import WrittenFiles, activate, deactivate
 from txsql.txn.commit.read_validation import ReadCheck
-from txsql.txn.conflicts.checker import RowPredicateChecker
 from txsql.txn.guards import AppendOnlyTableError, check_append_only
+from txsql.txn.hooks import RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
 from txsql.txn.result import CommitResult

@@ -28,7 +28,7 @@ from txsql.result import Result
 from txsql.txn.commit.read_validation import ReadCheck
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.multitable.coordinator import COORDINATOR_DIR, coordinator_at
-from txsql.txn.multitable.coordinator import roll_forward as roll_forward_at
+from txsql.txn.multitable.publish import roll_forward as roll_forward_at
 from txsql.txn.transaction import commit_together
 
 

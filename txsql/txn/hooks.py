@@ -1,20 +1,32 @@
-"""Optional row-level capabilities of the row-predicate hook (implemented with Spark).
+"""The hooks the planner attaches to a transaction, answered with Spark.
 
 The conflict checker lives below the Spark layer, so it asks questions about rows through
-the hook the planner attaches to a transaction. The base hook answers "does any live row of
-these files satisfy the predicate?". A hook may also implement the protocols below; when it
-does not, the checker takes the conservative answer (a conflict, or a card without values).
+hooks. The base row hook (:data:`RowPredicateChecker`) answers "does any live row of these
+files satisfy the predicate?"; a MERGE's :data:`JoinChecker` answers "does any of them join
+with the source?". A row hook may also implement the protocols below; when it does not,
+the checker takes the conservative answer (a conflict, or a card without values).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pyroaring import BitMap64
 
 from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate
+from txsql.txn.readset import JoinRead
+
+RowPredicateChecker = Callable[[Predicate, Sequence[AddFile]], bool]
+"""Hook: does any live row of these files satisfy the predicate? (Spark evaluates it.)
+
+The hook object may also implement :class:`RowSetChecker` (ask about specific rows, e.g.
+rows a winner revived) and :class:`RowValueReader` (values for messages).
+"""
+
+JoinChecker = Callable[[JoinRead, Sequence[AddFile]], bool]
+"""Hook: does any live row of these files join with the read's source under its ON?"""
 
 
 @runtime_checkable
@@ -46,6 +58,6 @@ class RowValueReader(Protocol):
 class RowJoinChecker(Protocol):
     """Answers, for specific physical rows, whether one joins with a MERGE's source."""
 
-    def rows_join(self, join: Any, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> bool:
+    def rows_join(self, join: JoinRead, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> bool:
         """True if one of ``rows`` (path -> (file, row indexes)) joins ``join``'s source."""
         ...

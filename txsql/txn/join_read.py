@@ -2,9 +2,10 @@
 
 A MERGE whose ON condition has no target-only conjunct would otherwise have to be recorded
 as a read of the whole table, so any concurrent append would conflict with it (Delta's
-most common complaint). Instead the planner records a :class:`JoinRead`: the ON condition
-as Spark SQL over the two aliases and an opaque handle on the source rows as the MERGE saw
-them. The conflict checker then asks a hook (:data:`JoinChecker`, provided by the planner
+most common complaint). Instead the planner records a :class:`~txsql.txn.readset.JoinRead`:
+the ON condition as Spark SQL over the two aliases and an opaque handle on the source rows
+as the MERGE saw them. The conflict checker then asks a hook
+(:data:`~txsql.txn.hooks.JoinChecker`, provided by the planner
 because this layer must not import Spark) whether a winner's changed rows could join with
 that source:
 
@@ -15,59 +16,19 @@ that source:
   conflicts only if it held a row that joined (known from the matched rows, or asked of the
   hook with the file as we read it).
 
-This module is the record and the pure decisions; it imports nothing from Spark.
+This module records it in the read set and holds the pure decisions; it imports nothing
+from Spark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from collections.abc import Mapping
 
 from pyroaring import BitMap64
 
-from txsql.log.actions import AddFile, RemoveFile
-from txsql.log.predicates import Predicate
-from txsql.txn.readset import ReadSet, norm_path
-
-
-@dataclass(frozen=True)
-class JoinRead:
-    """Target rows that join with a MERGE's source.
-
-    Attributes:
-        on: The ON condition, Spark SQL with every column qualified by its side's alias.
-        target_alias: The alias the target's columns are qualified with in ``on``.
-        source_alias: The alias the source's columns are qualified with in ``on``.
-        target_filter: ON's target-only conjuncts (``TRUE`` if none): a row failing it
-            joins with nothing, so files whose stats rule it out need no join check.
-        files: The files the MERGE read, as it read them (path and deletion vector).
-        source: The source rows as of the statement; opaque here (the hook knows it).
-    """
-
-    on: str
-    target_alias: str
-    source_alias: str
-    target_filter: Predicate
-    files: tuple[AddFile, ...]
-    source: Any = field(compare=False, hash=False, repr=False)
-
-    @cached_property
-    def _by_path(self) -> dict[str, AddFile]:
-        return {norm_path(f.path): f for f in self.files}
-
-    @property
-    def paths(self) -> frozenset[str]:
-        return frozenset(self._by_path)
-
-    def file(self, path: str) -> AddFile | None:
-        """The file at ``path`` as the MERGE read it (None: not read by this join)."""
-        return self._by_path.get(path)
-
-
-JoinChecker = Callable[[JoinRead, Sequence[AddFile]], bool]
-"""Hook: does any live row of these files join with the read's source under its ON?"""
+from txsql.log.actions import RemoveFile
+from txsql.txn.hooks import JoinChecker
+from txsql.txn.readset import JoinRead, ReadSet, norm_path
 
 
 def record_join(

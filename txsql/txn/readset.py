@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cached_property
+from typing import Any
 from urllib.parse import unquote
 
 from pyroaring import BitMap64
 
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, is_deterministic
-
-if TYPE_CHECKING:
-    from txsql.txn.join_read import JoinRead
 
 
 def norm_path(path: str) -> str:
@@ -40,6 +38,40 @@ class ScanRecord:
     @property
     def deterministic(self) -> bool:
         return is_deterministic(self.predicate)
+
+
+@dataclass(frozen=True)
+class JoinRead:
+    """Target rows that join with a MERGE's source.
+
+    Attributes:
+        on: The ON condition, Spark SQL with every column qualified by its side's alias.
+        target_alias: The alias the target's columns are qualified with in ``on``.
+        source_alias: The alias the source's columns are qualified with in ``on``.
+        target_filter: ON's target-only conjuncts (``TRUE`` if none): a row failing it
+            joins with nothing, so files whose stats rule it out need no join check.
+        files: The files the MERGE read, as it read them (path and deletion vector).
+        source: The source rows as of the statement; opaque here (the hook knows it).
+    """
+
+    on: str
+    target_alias: str
+    source_alias: str
+    target_filter: Predicate
+    files: tuple[AddFile, ...]
+    source: Any = field(compare=False, hash=False, repr=False)
+
+    @cached_property
+    def _by_path(self) -> dict[str, AddFile]:
+        return {norm_path(f.path): f for f in self.files}
+
+    @property
+    def paths(self) -> frozenset[str]:
+        return frozenset(self._by_path)
+
+    def file(self, path: str) -> AddFile | None:
+        """The file at ``path`` as the MERGE read it (None: not read by this join)."""
+        return self._by_path.get(path)
 
 
 @dataclass

@@ -57,6 +57,20 @@ class StagedActions:
         """Non-file actions first, then removes, then adds."""
         return (*self.other, *self.removes.values(), *self.adds.values())
 
+    def copy(self) -> StagedActions:
+        """An independent copy (a commit loop rebases its own, never the transaction's)."""
+        staged = StagedActions()
+        staged.other, staged.removes, staged.adds = (
+            list(self.other),
+            dict(self.removes),
+            dict(self.adds),
+        )
+        return staged
+
+    def replace_files(self, removes: dict[str, RemoveFile], adds: dict[str, AddFile]) -> None:
+        """Set the file actions after a rebase."""
+        self.removes, self.adds = removes, adds
+
     def clear(self) -> None:
         self.other.clear()
         self.removes.clear()

@@ -15,7 +15,7 @@ leaves no orphan behind.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -28,16 +28,17 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.features import multi_table_enrolled
 from txsql.log.predicates import Predicate
 from txsql.log.snapshot import Snapshot
-from txsql.storage.written import WrittenFiles, recording
+from txsql.storage.written import WrittenFiles
+from txsql.txn.commit.committer import Committer, LogCommitter
 from txsql.txn.commit.loop import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, CommitLoop, CommitRequest
 from txsql.txn.commit.own_files import delete_uncommitted
 from txsql.txn.commit.read_validation import ReadCheck
-from txsql.txn.conflicts.checker import RowPredicateChecker
+from txsql.txn.hooks import JoinChecker, RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel, choose_isolation, row_level_enabled
-from txsql.txn.join_read import JoinChecker, JoinRead, record_join
-from txsql.txn.multitable.group_commit import commit_together
+from txsql.txn.join_read import record_join
+from txsql.txn.multitable.group_commit import GroupCommitter
 from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
-from txsql.txn.readset import ReadSet, norm_path
+from txsql.txn.readset import JoinRead, ReadSet, norm_path
 from txsql.txn.result import CommitResult
 from txsql.txn.staging import StagedActions, overlay_snapshot
 
@@ -250,9 +251,8 @@ class Transaction:
             TransactionError: the transaction is not open, or a new table lacks metadata.
         """
         loop = self.commit_loop(operation, parameters, metrics)
-        if self.enrolled:
-            return commit_together([(self, loop)], [self.table_root], reads=reads)[0]
-        return self.run_commit(loop, lambda: _checked_then_run(loop, reads))
+        committer = GroupCommitter([self.table_root], reads) if self.enrolled else None
+        return commit_through(committer or LogCommitter(reads), [(self, loop)])[0]
 
     @property
     def enrolled(self) -> bool:
@@ -279,19 +279,9 @@ class Transaction:
             row_predicate_checker=self.row_predicate_checker,
             join_checker=self.join_checker,
             max_attempts=self.max_attempts,
+            ledger=self.written,
         )
         return CommitLoop(request, operation, parameters or {}, metrics or {})
-
-    def run_commit(self, loop: CommitLoop, run: Callable[[], CommitResult]) -> CommitResult:
-        """Run ``run`` (which writes ``loop``'s commit) and settle the state and the files."""
-        try:
-            with recording(self.written):  # a rebase may write new DV files
-                result = run()
-        except BaseException:
-            self.settle_failure(loop.outcome_unknown)
-            raise
-        self.settle_success(result)
-        return result
 
     def settle_failure(self, outcome_unknown: bool) -> None:
         self._state = "failed"
@@ -371,8 +361,33 @@ class Transaction:
             )
 
 
-def _checked_then_run(loop: CommitLoop, reads: Sequence[ReadCheck]) -> CommitResult:
-    """A plain commit orders nothing with other tables: validate reads, then commit."""
-    for check in reads:
-        check.run()
-    return loop.run()
+def commit_together(
+    entries: Sequence[tuple[Transaction, CommitLoop]],
+    labels: Sequence[str],
+    *,
+    reads: Sequence[ReadCheck] = (),
+) -> list[CommitResult]:
+    """Commit several transactions (one per table) through the coordinator, all or none.
+
+    ``labels`` name the tables in errors; ``reads`` validate tables read but not written
+    (see :class:`~txsql.txn.multitable.group_commit.GroupCommitter`).
+    """
+    return commit_through(GroupCommitter(labels, reads), entries)
+
+
+def commit_through(
+    committer: Committer, entries: Sequence[tuple[Transaction, CommitLoop]]
+) -> list[CommitResult]:
+    """Land each transaction's loop through ``committer`` and settle every transaction:
+    committed, or failed (its files deleted unless the outcome is unknown)."""
+    loops = [loop for _, loop in entries]
+    try:
+        results = committer.commit(loops)
+    except BaseException:
+        unknown = any(loop.outcome_unknown for loop in loops)
+        for txn, _ in entries:
+            txn.settle_failure(unknown)
+        raise
+    for (txn, _), result in zip(entries, results, strict=True):
+        txn.settle_success(result)
+    return results

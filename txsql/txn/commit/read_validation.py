@@ -7,10 +7,10 @@ skew across tables (T1 reads a and writes b, T2 reads b and writes a, both commi
 
 Under ``Serializable`` txsql also validates every other table the transaction read: each
 commit to that table since the transaction pinned it is run through the same checker as a
-write (:func:`txsql.txn.conflicts.checker.check_winning_commit`) with a view that stages no
-actions, so only the "data we read changed" rules can fire (appends we should have read,
-files or rows we read that were deleted). A read-only view is never a blind append and is
-checked as ``Serializable``: every added row counts, blind or not.
+write (:func:`txsql.txn.conflicts.checker.check_winning_commit`, with its read rules) on a
+view that stages no actions, so only the "data we read changed" rules can fire (appends we
+should have read, files or rows we read that were deleted). A read-only view is never a
+blind append and is checked as ``Serializable``: every added row counts, blind or not.
 
 Atomic for enrolled tables: when the written tables commit through the coordinator and a
 read table is enrolled in the same coordinator, the check runs inside the ratification
@@ -27,21 +27,33 @@ with it; two transactions committing in the same instant can then both pass.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from txsql.errors import CommitConflictError
-from txsql.log import properties
+from txsql.log.deltalog import DeltaLog
 from txsql.log.features import multi_table_enrolled
-from txsql.log.schema import parse_schema
-from txsql.txn.conflicts.checker import TxnView, check_winning_commit
-from txsql.txn.isolation import IsolationLevel, row_level_enabled
+from txsql.log.snapshot import Snapshot
+from txsql.txn.conflicts.checker import READ_RULES, check_winning_commit
+from txsql.txn.conflicts.view import TxnView, build_view
+from txsql.txn.hooks import RowPredicateChecker
+from txsql.txn.isolation import IsolationLevel
 from txsql.txn.multitable.coordinator import coordinator_root
-from txsql.txn.readset import norm_path
-from txsql.txn.rowlevel.state import RowLevelState
+from txsql.txn.readset import ReadSet
 from txsql.txn.winner import WinningCommit
 
-if TYPE_CHECKING:
-    from txsql.txn.transaction import Transaction
+
+class ReadTable(Protocol):
+    """What is validated: a transaction's read of one table (a ``Transaction``)."""
+
+    log: DeltaLog
+    read_set: ReadSet
+    row_predicate_checker: RowPredicateChecker | None
+
+    @property
+    def table_root(self) -> str: ...
+
+    def snapshot(self) -> Snapshot | None: ...
+
 
 NOT_ATOMIC_NOTE = (
     " Only tables enrolled in the written tables' coordinator are validated atomically "
@@ -53,14 +65,13 @@ class ReadCheck:
     """The Serializable check of one read-but-not-written table, run as often as needed:
     each run checks only the commits since the previous one."""
 
-    def __init__(self, txn: Transaction, table_label: str | None = None) -> None:
+    def __init__(self, txn: ReadTable, table_label: str | None = None) -> None:
         self.txn = txn
         self.label = table_label or txn.table_root
         snapshot = txn.snapshot()
         self._pinned = -1 if snapshot is None else snapshot.version
         self.checked_through = self._pinned
         self._checker_view: TxnView | None = None
-        self._rows: RowLevelState | None = None
         self.atomic = False  # set by the commit that runs this check inside its ratify loop
 
     @property
@@ -89,13 +100,13 @@ class ReadCheck:
         for version in range(first, latest + 1):
             winner = WinningCommit(version, tuple(self.txn.log.read_commit(version)))
             try:
-                outcome = check_winning_commit(winner, view)
+                outcome = check_winning_commit(winner, view, READ_RULES)
             except CommitConflictError as error:
                 self._name_read_table(error)
                 raise
             view.protocol, view.metadata = outcome.protocol, outcome.metadata
-            if self._rows is not None:
-                self._rows.advance(winner)
+            if view.rows is not None:
+                view.rows.advance(winner)
             self.checked_through = version
         return latest - first + 1
 
@@ -105,24 +116,17 @@ class ReadCheck:
             return self._checker_view
         snap = self.txn.snapshot()
         assert snap is not None
-        conf = snap.configuration
-        if row_level_enabled(conf):
-            files = {norm_path(f.path): f for f in snap.files}
-            self._rows = RowLevelState(
-                self.txn.log.table_root, self.txn.log.store.fs, files, {}, {}
-            )
-        self._checker_view = TxnView(
+        self._checker_view = build_view(
+            self.txn.log.table_root,
+            self.txn.log.store.fs,
+            snap,
             actions=(),
             read_set=self.txn.read_set,
             isolation=IsolationLevel.SERIALIZABLE,
             blind_append=False,
-            schema=parse_schema(snap.metadata.schema_string),
-            partition_columns=snap.metadata.partition_columns,
             protocol=snap.protocol,
             metadata=snap.metadata,
-            rows=self._rows,
             row_checker=self.txn.row_predicate_checker,
-            column_mapping_mode=properties.column_mapping_mode(conf),
         )
         return self._checker_view
 
@@ -142,7 +146,7 @@ class ReadCheck:
         error.args = (error._render(),)
 
 
-def validate_reads(txn: Transaction, table_label: str | None = None) -> int:
+def validate_reads(txn: ReadTable, table_label: str | None = None) -> int:
     """Check every commit to ``txn``'s table since its pinned snapshot against its reads
     (once, now: not atomic with any commit).
 

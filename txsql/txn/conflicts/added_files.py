@@ -1,30 +1,25 @@
 """Conflict step 5: files a winner added that our transaction should have read.
 
-Split from :mod:`txsql.txn.conflicts.checker` (which keeps the order of the steps): this is the
-rule itself in both modes. File level is Delta Spark's (only the partition conjuncts of our
-read predicates count); row level also uses stats and the ``row_checker`` hook, and MERGE
-join reads ask the ``join_checker`` hook whether an added row joins with the source.
+File level is Delta Spark's rule (only the partition conjuncts of our read predicates
+count); row level also uses stats and the ``row_checker`` hook, and MERGE join reads ask
+the ``join_checker`` hook whether an added row joins with the source.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from txsql.errors import ConcurrentAppendError
 from txsql.log.actions import AddFile
 from txsql.log.file_skipping import may_match_file
 from txsql.log.predicate_eval import eval_partition
 from txsql.log.predicates import TRUE, Predicate, split_predicate
-from txsql.txn.conflicts.deleted_files import file_actions, row_level_dv_updates, sentence
-from txsql.txn.conflicts.report import Reporter, partition_labels, partition_predicate_example
-from txsql.txn.conflicts.revived_rows import fail_same_rows, same_rows
+from txsql.txn.conflicts.report import partition_labels, partition_predicate_example, sentence
+from txsql.txn.conflicts.same_rows import fail_same_rows, same_rows
+from txsql.txn.conflicts.view import Check, TxnView, file_actions
 from txsql.txn.isolation import IsolationLevel, changes_no_data
 from txsql.txn.readset import ScanRecord
 from txsql.txn.winner import WinningCommit
-
-if TYPE_CHECKING:
-    from txsql.txn.conflicts.checker import TxnView
 
 
 def _candidate_adds(winner: WinningCommit, ours: TxnView, skip: set[str]) -> list[AddFile]:
@@ -43,15 +38,15 @@ def _candidate_adds(winner: WinningCommit, ours: TxnView, skip: set[str]) -> lis
     return adds
 
 
-def check_added_files(
-    winner: WinningCommit, ours: TxnView, skip: set[str], report: Reporter
-) -> None:
-    adds = _candidate_adds(winner, ours, skip)
+def check_added_files(check: Check) -> None:
+    """Step 5: a winner's added file whose rows our read predicates may select conflicts."""
+    winner, ours = check.winner, check.ours
+    adds = _candidate_adds(winner, ours, check.skipped)
     if not adds:
         return
     read = ours.read_set
     if read.read_whole_table:
-        _append_conflict(winner, ours, adds, TRUE, "we read the whole table", report)
+        _append_conflict(check, adds, TRUE, "we read the whole table")
     for scan in _distinct_scans(read.scans):
         hits = _matching_adds(scan, adds, ours)
         if not hits:
@@ -59,17 +54,18 @@ def check_added_files(
         checker = ours.row_checker if ours.rows is not None and scan.deterministic else None
         if checker is not None and not checker(scan.predicate, hits):
             continue  # the added rows were evaluated and none satisfies our predicate
-        _append_conflict(winner, ours, hits, scan.predicate, _rule(ours, scan), report)
+        _append_conflict(check, hits, scan.predicate, _rule(ours, scan))
 
 
-def check_join_adds(winner: WinningCommit, ours: TxnView, skip: set[str], report: Reporter) -> None:
+def check_join_adds(check: Check) -> None:
     """Step 5 for MERGE join reads: conflict only if an added row joins with our source.
 
     Applies in file-level mode too: the hook's answer is exact, not a stats guess.
     """
+    winner, ours = check.winner, check.ours
     if not ours.read_set.joins:
         return
-    adds = _candidate_adds(winner, ours, skip)
+    adds = _candidate_adds(winner, ours, check.skipped)
     for join in ours.read_set.joins if adds else ():
         hits = [
             a
@@ -92,7 +88,7 @@ def check_join_adds(winner: WinningCommit, ours: TxnView, skip: set[str], report
             if checker is not None
             else "files were added that may join with our MERGE source (no join check)"
         )
-        _append_conflict(winner, ours, hits, join.target_filter, rule, report)
+        _append_conflict(check, hits, join.target_filter, rule)
 
 
 def _distinct_scans(scans: Sequence[ScanRecord]) -> list[ScanRecord]:
@@ -141,15 +137,11 @@ def _rule(ours: TxnView, scan: ScanRecord) -> str:
 
 
 def _append_conflict(
-    winner: WinningCommit,
-    ours: TxnView,
-    hits: Sequence[AddFile],
-    predicate: Predicate,
-    rule: str,
-    report: Reporter,
+    check: Check, hits: Sequence[AddFile], predicate: Predicate, rule: str
 ) -> None:
+    winner, ours, report = check.winner, check.ours, check.report
     partitions = partition_labels(a.partition_values for a in hits)
-    same = same_rows(winner, ours, row_level_dv_updates(winner, ours))
+    same = same_rows(winner, ours, check.decidable)
     if same:
         # An UPDATE/MERGE of rows we also matched: its new row versions are the "added
         # data", but the truth to tell is the same-row write, which no predicate avoids.
@@ -197,3 +189,27 @@ def _append_hint(
         )
     tips.append(f"retry: the statement will then see the data added by version {winner.version}")
     return sentence(tips)
+
+
+def check_any_data_change(check: Check) -> None:
+    """Steps 5-6 for a transaction counted as having read its whole table at file level
+    (a prepared one: its read set did not survive): any data change conflicts, except a
+    blind append under WriteSerializable, and nothing conflicts with a blind append."""
+    winner, ours = check.winner, check.ours
+    if ours.blind_append:
+        return
+    changed = any(a.data_change for a in winner.adds.values()) or any(
+        r.data_change for r in winner.removes.values()
+    )
+    if not changed:
+        return
+    if ours.isolation is IsolationLevel.WRITE_SERIALIZABLE and winner.is_blind_append:
+        return
+    check.report.fail(
+        ConcurrentAppendError,
+        "a concurrent commit changed data of a table this transaction read",
+        rule="it changed data of a table this transaction read (a prepared transaction "
+        "counts as having read its whole tables)",
+        files=[a.path for a in winner.adds.values()] or [r.path for r in winner.removes.values()],
+        hint=f"Run the transaction again: it will read the table as of version {winner.version}.",
+    )

@@ -1,59 +1,33 @@
 """Conflict steps 6-7: files (or rows) a winner deleted that we read or also delete.
 
-Split from :mod:`txsql.txn.conflicts.checker` (which keeps the order of the steps). Row level
-judges the winner's decidable DV updates row by row and returns the DV rebases; file level
-is Delta Spark's path-against-path rule. The small helpers at the top are shared with
-step 5 (:mod:`txsql.txn.conflicts.added_files`).
+Row level judges the winner's decidable DV updates row by row and, where they touch other
+rows than ours, plans the DV rebases (:class:`~txsql.txn.rowlevel.rebase.Rebases`); file
+level is Delta Spark's path-against-path rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
 
 from txsql.errors import ConcurrentDeleteDeleteError, ConcurrentDeleteReadError
-from txsql.log.actions import Action, AddFile, RemoveFile
-from txsql.txn.conflicts.report import Reporter, partition_labels, partition_predicate_example
-from txsql.txn.conflicts.revived_rows import fail_same_rows, same_rows
+from txsql.log.actions import RemoveFile
+from txsql.txn.conflicts.report import partition_labels, partition_predicate_example, sentence
+from txsql.txn.conflicts.same_rows import fail_same_rows, same_rows
+from txsql.txn.conflicts.view import Check, TxnView, file_actions
 from txsql.txn.isolation import changes_no_data
 from txsql.txn.join_read import harmless_removes
-from txsql.txn.rowlevel.state import Rebase
+from txsql.txn.rowlevel.rebase import Rebase
 from txsql.txn.winner import WinningCommit
 
-if TYPE_CHECKING:
-    from txsql.txn.conflicts.checker import TxnView
 
-
-def row_level_dv_updates(winner: WinningCommit, ours: TxnView) -> set[str]:
-    """The winner's DV updates that we can judge row by row (none in file-level mode)."""
-    state = ours.rows
-    if state is None:
-        return set()
-    return {
-        path
-        for path, (remove, _) in winner.dv_updates.items()
-        if state.decidable(ours.read_set, path, remove)
-    }
-
-
-def file_actions(winner: WinningCommit) -> list[Action]:
-    return [a for a in winner.actions if isinstance(a, (AddFile, RemoveFile))]
-
-
-def sentence(tips: Sequence[str]) -> str:
-    text = "; ".join(tips)
-    return text[:1].upper() + text[1:] + "."
-
-
-def check_row_level_deletes(
-    winner: WinningCommit, ours: TxnView, paths: set[str], report: Reporter
-) -> list[Rebase]:
-    """Row-level steps 6 and 7 for the winner's decidable DV updates; return the rebases."""
+def check_row_level_deletes(check: Check) -> None:
+    """Row-level steps 6 and 7 for the winner's decidable DV updates; plan the rebases."""
+    winner, ours, report, paths = check.winner, check.ours, check.report, check.row_level
     state = ours.rows
     if state is None or not paths:
-        return []
+        return
     read_hits: dict[str, BitMap64] = {}
     write_hits: dict[str, BitMap64] = {}
     rebases = []
@@ -91,17 +65,22 @@ def check_row_level_deletes(
             rows=write_hits,
             ours=ours,
         )
-    return rebases
+    check.outcome.rebases.extend(rebases)
 
 
 def _labels(winner: WinningCommit, paths: Iterable[str]) -> tuple[str, ...]:
     return partition_labels(winner.dv_updates[p][1].partition_values for p in paths)
 
 
-def check_deleted_files(
-    winner: WinningCommit, ours: TxnView, row_level: set[str], report: Reporter
-) -> None:
-    removed = {p: r for p, r in winner.removes.items() if p not in row_level}
+def _removed(check: Check) -> dict[str, RemoveFile]:
+    """The winner's removes the file-level rule judges."""
+    return {p: r for p, r in check.winner.removes.items() if p not in check.skipped}
+
+
+def check_deleted_files(check: Check) -> None:
+    """Step 6 at file level: a file we read was removed (or we read the whole table)."""
+    winner, ours, report = check.winner, check.ours, check.report
+    removed = _removed(check)
     if not removed:
         return
     read = ours.read_set
@@ -117,7 +96,7 @@ def check_deleted_files(
         )
         # A rewrite that changes no data (a compaction) deleted no rows: not a same-row write.
         rewrite = changes_no_data(file_actions(winner))
-        same = {p: r for p, r in same_rows(winner, ours, row_level).items() if p in removed}
+        same = {p: r for p, r in same_rows(winner, ours, check.skipped).items() if p in removed}
         if same and not rewrite:
             fail_same_rows(
                 report,
@@ -137,9 +116,15 @@ def check_deleted_files(
             files=[removed[p].path for p in hit],
             hint=_delete_hint(winner, ours, [removed[p] for p in hit]),
         )
+
+
+def check_both_deleted(check: Check) -> None:
+    """Step 7 at file level: both transactions removed the same file."""
+    winner, ours = check.winner, check.ours
+    removed = _removed(check)
     both = sorted(set(removed) & ours.removed_paths)
     if both:
-        report.fail(
+        check.report.fail(
             ConcurrentDeleteDeleteError,
             "a concurrent commit removed a file this transaction also removes",
             rule="both transactions removed the same file",

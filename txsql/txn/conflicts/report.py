@@ -113,6 +113,12 @@ def colliding_rows(
     return tuple({**d, **by_key.get((d["file"], d["row"]), {})} for d in listed)
 
 
+def sentence(tips: Sequence[str]) -> str:
+    """Hints joined into one sentence."""
+    text = "; ".join(tips)
+    return text[:1].upper() + text[1:] + "."
+
+
 def _listed(items: Sequence[str]) -> str:
     shown = ", ".join(items[:_MAX_LISTED])
     more = len(items) - _MAX_LISTED

@@ -3,6 +3,8 @@
 These rules look at table-wide state, not at files: a winner that upgraded the protocol
 or flipped an allow-listed property (``delta.enableDeletionVectors=true``) is adopted;
 anything else that changes the table's shape fails every concurrent writer, as in Delta.
+A prepared commit's bytes are fixed, so it adopts nothing
+(:func:`check_protocol_and_metadata_unchanged` replaces steps 1-2 for it).
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ from txsql.errors import (
 )
 from txsql.log import column_rules, features
 from txsql.log.actions import Action, DomainMetadata, Metadata, Protocol, SetTransaction
-from txsql.txn.conflicts.report import Reporter
-from txsql.txn.winner import WinningCommit
+from txsql.txn.conflicts.view import Check
 
 # Keys a concurrent commit may add or change without failing us, with the values allowed
 # (None: any value). Delta Spark's allow-list, minus what txsql cannot write anyway
@@ -35,14 +36,10 @@ ALLOWED_PROPERTY_CHANGES: dict[str, frozenset[str] | None] = {
 _ROW_TRACKING_DOMAIN = "delta.rowTracking"
 
 
-def check_protocol(
-    winner: WinningCommit,
-    ours: Sequence[Action],
-    current: Protocol,
-    metadata: Metadata,
-    report: Reporter,
-) -> Protocol:
-    """Step 1: return the protocol to commit against (the winner's, if it upgraded it)."""
+def check_protocol(check: Check) -> None:
+    """Step 1: adopt the winner's protocol if it upgraded it."""
+    winner, report = check.winner, check.report
+    ours, current, metadata = check.ours.actions, check.outcome.protocol, check.outcome.metadata
     if winner.version == 0 and _creates_table(ours):
         # Two CREATEs raced for version 0: the first one written created the table. The
         # loser must not land as version 1 (it would replace the winner's schema).
@@ -55,7 +52,7 @@ def check_protocol(
         )
     theirs = winner.protocol
     if theirs is None:
-        return current
+        return
     if any(isinstance(a, Protocol) for a in ours):
         report.fail(
             ProtocolChangedError,
@@ -83,24 +80,20 @@ def check_protocol(
             rule="the winner upgraded the protocol beyond what txsql writes",
             hint=exc.hint,
         )
-    return theirs
+    check.outcome.protocol = theirs
 
 
 def _creates_table(ours: Sequence[Action]) -> bool:
     return any(isinstance(a, Protocol) for a in ours) and any(isinstance(a, Metadata) for a in ours)
 
 
-def check_metadata(
-    winner: WinningCommit,
-    ours: Sequence[Action],
-    current: Metadata,
-    protocol: Protocol,
-    report: Reporter,
-) -> Metadata:
-    """Step 2: return the metadata to commit against (the winner's, if allow-listed)."""
-    theirs = winner.metadata
+def check_metadata(check: Check) -> None:
+    """Step 2: adopt the winner's metadata if it only made an allow-listed change."""
+    report, ours = check.report, check.ours.actions
+    current, protocol = check.outcome.metadata, check.outcome.protocol
+    theirs = check.winner.metadata
     if theirs is None:
-        return current
+        return
     if any(isinstance(a, Metadata) for a in ours):
         report.fail(
             MetadataChangedError,
@@ -128,7 +121,22 @@ def check_metadata(
             rule="the winner enabled a feature txsql does not write",
             hint=exc.hint,
         )
-    return theirs
+    check.outcome.metadata = theirs
+
+
+def check_protocol_and_metadata_unchanged(check: Check) -> None:
+    """Steps 1-2 for a commit that adopts nothing: any protocol or metadata change fails."""
+    winner = check.winner
+    if winner.protocol is None and winner.metadata is None:
+        return
+    what = "protocol" if winner.protocol is not None else "schema or properties"
+    check.report.fail(
+        MetadataChangedError,
+        f"the table's {what} changed since this transaction was prepared",
+        rule=f"it changed the table's {what}",
+        hint="A prepared commit cannot adopt a new protocol, schema or property; run the "
+        "transaction again against the table as it is now.",
+    )
 
 
 def _disallowed_change(old: Metadata, new: Metadata) -> str | None:
@@ -152,9 +160,10 @@ def _disallowed_change(old: Metadata, new: Metadata) -> str | None:
     return None
 
 
-def check_domains(winner: WinningCommit, ours: Sequence[Action], report: Reporter) -> None:
+def check_domains(check: Check) -> None:
     """Step 3: both commits writing one metadata domain conflict (row tracking excepted)."""
-    mine = {a.domain for a in ours if isinstance(a, DomainMetadata)}
+    winner, report = check.winner, check.report
+    mine = {a.domain for a in check.ours.actions if isinstance(a, DomainMetadata)}
     clash = sorted(
         (mine & {d.domain for d in winner.of_type(DomainMetadata)}) - {_ROW_TRACKING_DOMAIN}
     )
@@ -167,11 +176,12 @@ def check_domains(winner: WinningCommit, ours: Sequence[Action], report: Reporte
         )
 
 
-def check_app_ids(winner: WinningCommit, read_app_ids: set[str], report: Reporter) -> None:
+def check_app_ids(check: Check) -> None:
     """Step 4: a winner writing an app id we looked up means another run of our writer."""
-    clash = sorted(read_app_ids & {t.app_id for t in winner.of_type(SetTransaction)})
+    written = {t.app_id for t in check.winner.of_type(SetTransaction)}
+    clash = sorted(check.ours.read_set.app_ids & written)
     if clash:
-        report.fail(
+        check.report.fail(
             ConcurrentTransactionError,
             f"application id {', '.join(clash)} committed concurrently",
             rule="both transactions used the same application id",

@@ -29,41 +29,33 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from txsql.errors import (
-    CommitConflictError,
-    CommitRetriesExceededError,
-    TransactionError,
-)
-from txsql.log.actions import Action, CommitInfo
+from txsql.errors import CommitRetriesExceededError, TransactionError
 from txsql.log.codec import encode_commit
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.paths import commit_name
-from txsql.storage.written import WrittenFiles, recording
+from txsql.txn.commit.after_commit import after_commit
 from txsql.txn.commit.loop import CommitLoop
-from txsql.txn.commit.own_files import require_added_files
 from txsql.txn.commit.read_validation import ReadCheck
-from txsql.txn.multitable.coordinator import (
-    Coordinator,
-    GroupRecord,
-    Participant,
-    coordinator_at,
-    coordinator_root,
-    now_ms,
+from txsql.txn.multitable.coordinator import Coordinator, GroupRecord, Participant, now_ms
+from txsql.txn.multitable.members import (
+    GroupMember,
+    catch_up_member,
+    delete_staged,
+    discard_staged,
+    group_members,
+    one_coordinator,
+)
+from txsql.txn.multitable.publish import (
     publish_record,
+    ratify_next,
     remove_published_staged,
     roll_forward,
     staged_name,
 )
 from txsql.txn.result import CommitResult
-
-if TYPE_CHECKING:
-    from txsql.txn.transaction import Transaction
 
 logger = logging.getLogger(__name__)
 
@@ -77,127 +69,86 @@ STAGED_SWEEP_INTERVAL = 10
 INLINE_MAX_BYTES = 64 * 1024
 
 
-@dataclass
-class GroupMember:
-    """One participant: its prepared commit loop, and what it staged last."""
+class GroupCommitter:
+    """The committer of enrolled tables: one coordinator record commits every loop.
 
-    loop: CommitLoop
-    label: str  # how errors name the table
-    configuration: Mapping[str, str]
-    table_id: str
-    participant: Participant | None = None
-    written: tuple[Action, ...] = ()
-    attempts: int = 0
-    superseded: list[str] = field(default_factory=list)  # staged commits of lost attempts
-    ledger: WrittenFiles | None = None  # records the DV files a rebase writes
-    staged_bytes: bytes = b""  # what the staged commit holds: publishing needs no read back
-    name_in_errors: bool = False  # conflicts start with the label (groups of several)
-
-
-def commit_group(
-    loops: Sequence[CommitLoop],
-    labels: Sequence[str],
-    group_id: str | None = None,
-    *,
-    ledgers: Sequence[WrittenFiles] | None = None,
-    reads: Sequence[ReadCheck] = (),
-) -> list[CommitResult]:
-    """Commit every loop's transaction as one group, all or nothing.
-
-    ``reads`` are the Serializable checks of tables read but not written: those enrolled
-    in this group's coordinator run before every ratify attempt (atomic with the commit),
-    the others once before anything is staged.
-
-    Raises:
-        CommitConflictError: a participant conflicts with a winner on its table (the
-            message starts with the table's label).
-        TransactionError: participants use different coordinators, or an exactly-once
-            app version was committed for some participants and not others.
-        CommitRetriesExceededError: more lost ratifications than the attempts allowed.
+    Args:
+        labels: How errors name each loop's table.
+        reads: The Serializable checks of tables read but not written: those enrolled in
+            this group's coordinator run before every ratify attempt (atomic with the
+            commit), the others once before anything is staged.
     """
-    group_id = group_id or str(uuid.uuid4())
-    members = [group_member(loop, label) for loop, label in zip(loops, labels, strict=True)]
-    for m, ledger in zip(members, ledgers or (), strict=False):
-        m.ledger = ledger
-    for m in members:
-        m.name_in_errors = len(members) > 1
-    coordinator = one_coordinator(members)
-    for m in members:
-        m.loop.group_id = group_id
-    skipped = [m.loop.prepare() for m in members]
-    if any(s is not None for s in skipped):
-        if all(s is not None for s in skipped):
-            return [s for s in skipped if s is not None]
-        raise TransactionError(
-            "the exactly-once app version of this transaction was already committed to "
-            "some of its tables and not to others",
-            hint="Give each table's writes their own app id, or use a new app version.",
-        )
-    for check in reads:
-        check.atomic = check.coordinator_root == coordinator.root
-    atomic = [check for check in reads if check.atomic]
-    try:
-        for check in reads:
-            if not check.atomic:
-                check.run()  # cannot be atomic: no record of ours orders its commits
-        record = _stage_and_ratify(members, coordinator, group_id, atomic)
-    except BaseException:
-        if not any(m.loop.outcome_unknown for m in members):
-            _discard_staged(members)  # never ratified: nobody may publish them
-        raise
-    crash_point("mtx_ratified")
-    published = False
-    try:
-        held = {
-            p.staged_commit: m.staged_bytes
-            for m in members
-            if (p := m.participant) is not None and p.staged_commit is not None
-        }
-        publish_record(record, held)
-        coordinator.mark_published(record.position)
-        published = True
-    except Exception:  # ratified is committed: the next txsql access publishes the rest
-        logger.warning("publishing group %s failed; rolled forward later", group_id, exc_info=True)
-    return [_finish(m, published) for m in members]
 
+    def __init__(self, labels: Sequence[str], reads: Sequence[ReadCheck] = ()) -> None:
+        self.labels = labels
+        self.reads = reads
 
-def group_member(loop: CommitLoop, label: str) -> GroupMember:
-    snapshot = loop.snapshot
-    if snapshot is None:
-        raise TransactionError(
-            f"{label} has no committed version: a new table cannot join a multi-table transaction",
-            hint="Create the table first (CREATE TABLE ... TBLPROPERTIES "
-            "('txsql.multiTableTransactions' = 'true')), then write it in the transaction.",
-        )
-    return GroupMember(loop, label, snapshot.configuration, snapshot.metadata.id)
+    def commit(self, loops: Sequence[CommitLoop]) -> list[CommitResult]:
+        """Commit every loop's transaction as one group, all or nothing.
 
-
-def one_coordinator(members: Sequence[GroupMember]) -> Coordinator:
-    roots = {coordinator_root(m.loop.log.table_root, m.configuration) for m in members}
-    if len(roots) != 1:
-        shown = ", ".join(sorted(roots))
-        raise TransactionError(
-            f"the tables of this transaction commit through different coordinators ({shown})",
-            hint="Keep the tables in one warehouse, or set the same "
-            "'txsql.multiTableTransactions.coordinator' location on all of them.",
-        )
-    return coordinator_at(roots.pop())
+        Raises:
+            CommitConflictError: a participant conflicts with a winner on its table (the
+                message starts with the table's label).
+            TransactionError: participants use different coordinators, or an exactly-once
+                app version was committed for some participants and not others.
+            CommitRetriesExceededError: more lost ratifications than the attempts allowed.
+        """
+        group_id = str(uuid.uuid4())
+        members = group_members(loops, self.labels)
+        coordinator = one_coordinator(members)
+        skipped = [m.loop.prepare(group_id) for m in members]
+        if any(s is not None for s in skipped):
+            if all(s is not None for s in skipped):
+                return [s for s in skipped if s is not None]
+            raise TransactionError(
+                "the exactly-once app version of this transaction was already committed to "
+                "some of its tables and not to others",
+                hint="Give each table's writes their own app id, or use a new app version.",
+            )
+        atomic = [check for check in self.reads if check.coordinator_root == coordinator.root]
+        for check in atomic:
+            check.atomic = True
+        try:
+            for check in self.reads:
+                if check not in atomic:
+                    check.run()  # cannot be atomic: no record of ours orders its commits
+            record = _stage_and_ratify(members, coordinator, group_id, atomic)
+        except BaseException:
+            if not any(m.loop.outcome_unknown for m in members):
+                discard_staged(members)  # never ratified: nobody may publish them
+            raise
+        crash_point("mtx_ratified")
+        published = False
+        try:
+            held = {
+                p.staged_commit: m.staged_bytes
+                for m in members
+                if (p := m.participant) is not None and p.staged_commit is not None
+            }
+            publish_record(record, held)
+            coordinator.mark_published(record.position)
+            published = True
+        except Exception:  # ratified is committed: the next txsql access publishes the rest
+            logger.warning(
+                "publishing group %s failed; rolled forward later", group_id, exc_info=True
+            )
+        return [_finish(m, published) for m in members]
 
 
 def _stage_and_ratify(
     members: Sequence[GroupMember],
     coordinator: Coordinator,
     group_id: str,
-    reads: Sequence[ReadCheck] = (),
+    reads: Sequence[ReadCheck],
 ) -> GroupRecord:
-    max_attempts = min(m.loop.txn.max_attempts for m in members)
-    position = roll_forward(coordinator)
-    for attempt in range(1, max_attempts + 1):
+    attempt = 0
+
+    def propose(position: int) -> GroupRecord:
+        nonlocal attempt
+        attempt += 1
         staged_now = 0
         for m in members:
-            with recording(m.ledger) if m.ledger is not None else nullcontext():
-                restaged = _stage_if_stale(m, attempt)
-            if restaged:
+            if _stage_if_stale(m, attempt):
                 staged_now += 1
                 crash_point(f"mtx_staged_{staged_now}")
         # Every record below ``position`` is published now, and every commit to an
@@ -206,25 +157,32 @@ def _stage_and_ratify(
         # exactly, and one that loses re-checks the winner's commits on the next attempt.
         for check in reads:
             check.run()
-        record = GroupRecord(
-            position, group_id, now_ms(), tuple(m.participant for m in members if m.participant)
-        )
+        participants = tuple(m.participant for m in members if m.participant)
+        return GroupRecord(position, group_id, now_ms(), participants)
+
+    def in_doubt(unknown: bool) -> None:
         for m in members:
-            m.loop.outcome_unknown = True  # an error inside the put may hide a success
-        if coordinator.ratify(record):
-            return record
-        theirs = coordinator.read(position)
-        if theirs.transaction_id == group_id:
-            return theirs  # an earlier put of ours landed and only its answer was lost
-        for m in members:
-            m.loop.outcome_unknown = False
-        publish_record(theirs)  # keep the invariant: everything below our next try is out
-        coordinator.mark_published(position)
-        position += 1
-    raise CommitRetriesExceededError(
-        f"gave up ratifying a transaction on {', '.join(m.label for m in members)} after "
-        f"{max_attempts} attempts"
+            if unknown:
+                m.loop.put_started()
+            else:
+                m.loop.put_lost()
+
+    max_attempts = min(m.loop.max_attempts for m in members)
+    ratified = ratify_next(
+        coordinator,
+        roll_forward(coordinator),
+        propose,
+        # An earlier put of ours landed and only its answer was lost.
+        lambda theirs: theirs.transaction_id == group_id,
+        attempts=max_attempts,
+        in_doubt=in_doubt,
     )
+    if ratified is None:
+        raise CommitRetriesExceededError(
+            f"gave up ratifying a transaction on {', '.join(m.label for m in members)} after "
+            f"{max_attempts} attempts"
+        )
+    return ratified.record
 
 
 def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
@@ -233,22 +191,12 @@ def _stage_if_stale(m: GroupMember, attempt: int) -> bool:
     newest = _newest_version(loop)
     if m.participant is not None and m.participant.version == newest + 1:
         return False
-    if newest >= loop.version:
-        try:
-            done = loop.absorb_winners(newest, attempt)
-        except CommitConflictError as exc:
-            if m.name_in_errors:
-                name_table(exc, m.label)
-            raise
-        if done is not None:  # a winner holds our app version, or is our own commit
-            raise TransactionError(
-                f"{m.label}: version {done.version} already holds this transaction's write",
-                hint="Nothing more was written; check the table's history before retrying.",
-            )
+    catch_up_member(
+        m, newest, attempt, "Nothing more was written; check the table's history before retrying."
+    )
     if m.participant is not None and m.participant.staged_commit is not None:
         m.superseded.append(m.participant.staged_commit)
-    _, written = loop.next_attempt()
-    require_added_files(loop.log, written, loop.operation)
+    written = loop.attempt()
     data = encode_commit(written)
     table, txn_id = loop.log.table_root, loop.txn.txn_id
     if len(data) <= INLINE_MAX_BYTES:
@@ -279,44 +227,19 @@ def _newest_version(loop: CommitLoop) -> int:
     return -1 if latest is None else latest
 
 
-def name_table(exc: CommitConflictError, label: str) -> None:
-    """Conflicts in a group say which table they are about."""
-    if not exc.message.startswith(f"{label}: "):
-        exc.message = f"{label}: {exc.message}"
-        exc.args = (exc._render(),)
-
-
-def _discard_staged(members: Sequence[GroupMember]) -> None:
-    for m in members:
-        names = list(m.superseded)
-        if m.participant is not None and m.participant.staged_commit is not None:
-            names.append(m.participant.staged_commit)
-        _delete_quietly(m, names)
-
-
-def _delete_quietly(m: GroupMember, names: Sequence[str]) -> None:
-    store = m.loop.log.store
-    for name in names:
-        try:
-            store.fs.delete(store.log_path(name))
-        except Exception:  # best effort: cleanup removes it once its version is published
-            logger.debug("could not delete staged commit %s", name, exc_info=True)
-
-
 def _finish(m: GroupMember, published: bool) -> CommitResult:
     """After ratification: hooks of a landed commit, staged files no longer needed (our
     own staged commit stays until it is published: roll forward needs it)."""
     assert m.participant is not None
     loop = m.loop
     version = m.participant.version
-    info = next(a for a in m.written if isinstance(a, CommitInfo))
     try:
         if published:
-            loop.after_commit(version)
+            after_commit(loop.log, version)
         remove_staged(m, version, published)
     except Exception:  # never fail a ratified commit over housekeeping
         logger.warning("post-commit work on %s failed", m.label, exc_info=True)
-    return loop.result(version, m.attempts, info, m.written)
+    return loop.landed(version, m.attempts, m.written)
 
 
 def remove_staged(m: GroupMember, version: int, published: bool) -> None:
@@ -340,32 +263,5 @@ def remove_staged(m: GroupMember, version: int, published: bool) -> None:
         remove_published_staged(store, version)
         return
     for name in own:
-        _delete_quietly(m, [name])
+        delete_staged(m, [name])
         crash_point("mtx_cleanup")  # the same kill point as the sweep's
-
-
-def commit_together(
-    entries: Sequence[tuple[Transaction, CommitLoop]],
-    labels: Sequence[str],
-    *,
-    reads: Sequence[ReadCheck] = (),
-) -> list[CommitResult]:
-    """Commit several transactions (one per table) through the coordinator, all or none.
-
-    ``labels`` name the tables in errors; ``reads`` validate tables read but not written
-    (see :func:`commit_group`). Each transaction ends committed, or failed (its files
-    deleted) unless the outcome is unknown.
-    """
-    loops = [loop for _, loop in entries]
-    # A rebase may write new DV files: each member's into its own transaction's ledger.
-    ledgers = [txn.written for txn, _ in entries]
-    try:
-        results = commit_group(loops, labels, ledgers=ledgers, reads=reads)
-    except BaseException:
-        unknown = any(loop.outcome_unknown for loop in loops)
-        for txn, _ in entries:
-            txn.settle_failure(unknown)
-        raise
-    for (txn, _), result in zip(entries, results, strict=True):
-        txn.settle_success(result)
-    return results

@@ -4,7 +4,7 @@ A statement (or a BEGIN ... COMMIT transaction) that reads several enrolled tabl
 them all as of one coordinator position ``p``, taken at its first read of a table of that
 coordinator: every group ratified below ``p`` is visible in every table, no group ratified
 at ``p`` or later is visible in any. Taking ``p`` rolls the coordinator forward
-(:func:`~txsql.txn.multitable.coordinator.roll_forward`), so every record below it is published.
+(:func:`~txsql.txn.multitable.publish.roll_forward`), so every record below it is published.
 
 A table is then read at its newest version, unless a record at or after ``p`` names it:
 groups publish after they ratify, in position order, so that record's version (and every
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
-from txsql.txn.multitable.coordinator import Coordinator, GroupRecord, coordinator_for, roll_forward
+from txsql.txn.multitable.coordinator import Coordinator, GroupRecord, coordinator_for
+from txsql.txn.multitable.publish import roll_forward
 
 
 @dataclass

@@ -21,17 +21,16 @@ from txsql.errors import (
     PreparedTransactionCommittedError,
     PreparedTransactionRolledBackError,
 )
-from txsql.log.checkpoint import should_checkpoint
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.logstore import log_store_for
 from txsql.storage.written import Written
+from txsql.txn.commit.after_commit import after_commit
 from txsql.txn.commit.own_files import delete_uncommitted
-from txsql.txn.multitable.coordinator import (
-    Coordinator,
-    GroupRecord,
-    now_ms,
+from txsql.txn.multitable.coordinator import Coordinator, GroupRecord, now_ms
+from txsql.txn.multitable.publish import (
     publish_record,
+    ratify_next,
     remove_published_staged,
     roll_forward,
 )
@@ -69,34 +68,36 @@ def commit_prepared(
         return _report(record, decision, coordinator)
     stagers: list[Restager] = []
     ratifying = False
+
+    def propose(position: int) -> GroupRecord:
+        for stager in stagers:
+            stager.restage_if_stale()
+        staged = tuple(s.staged for s in stagers if s.staged is not None)
+        return GroupRecord(position, record.transaction_id, now_ms(), staged, COMMIT)
+
+    def in_doubt(unknown: bool) -> None:
+        nonlocal ratifying
+        ratifying = unknown  # an error inside the put may hide a success
+
     try:
         stagers.extend(Restager(p) for p in record.participants)
-        for _ in range(max(1, max_attempts)):
-            for stager in stagers:
-                stager.restage_if_stale()
-            group = GroupRecord(
-                position,
-                record.transaction_id,
-                now_ms(),
-                tuple(s.staged for s in stagers if s.staged is not None),
-                COMMIT,
-            )
-            ratifying = True  # an error inside the put may hide a success
-            if coordinator.ratify(group):
-                break
-            theirs = coordinator.read(position)
-            ratifying = False
-            if is_decision_of(theirs, record.transaction_id):
-                _discard(stagers)
-                return _report(record, theirs, coordinator)
-            publish_record(theirs)
-            coordinator.mark_published(position)
-            position += 1
-        else:
+        ratified = ratify_next(
+            coordinator,
+            position,
+            propose,
+            lambda theirs: is_decision_of(theirs, record.transaction_id),
+            attempts=max(1, max_attempts),
+            in_doubt=in_doubt,
+        )
+        if ratified is None:
             raise CommitRetriesExceededError(
                 f"gave up committing prepared transaction {prepared_id!r} after "
                 f"{max_attempts} attempts; it is still prepared"
             )
+        if not ratified.ours:
+            _discard(stagers)
+            return _report(record, ratified.record, coordinator)
+        group = ratified.record
     except (CommitConflictError, AddedFileMissingError) as exc:
         _discard(stagers)
         decision, ours = _decide_rollback(coordinator, record)
@@ -157,18 +158,16 @@ def _decide_rollback(coordinator: Coordinator, record: PreparedRecord) -> tuple[
     position = roll_forward(coordinator)
     decision = find_decision(coordinator, record)
     ours = False
-    while decision is None:
-        mine = GroupRecord(position, record.transaction_id, now_ms(), (), ROLLBACK)
-        if coordinator.ratify(mine):
-            decision, ours = mine, True
-            break
-        theirs = coordinator.read(position)
-        if is_decision_of(theirs, record.transaction_id):
-            decision = theirs
-            break
-        publish_record(theirs)
-        coordinator.mark_published(position)
-        position += 1
+    if decision is None:
+        ratified = ratify_next(
+            coordinator,
+            position,
+            lambda at: GroupRecord(at, record.transaction_id, now_ms(), (), ROLLBACK),
+            lambda theirs: is_decision_of(theirs, record.transaction_id),
+            attempts=None,
+        )
+        assert ratified is not None  # unbounded: only returns once decided
+        decision, ours = ratified
     coordinator.mark_published(decision.position)
     mark_decided(coordinator, decision)
     if decision.prepared_outcome == ROLLBACK:
@@ -214,17 +213,14 @@ def _report(
 
 
 def _finish_commit(coordinator: Coordinator, record: PreparedRecord, group: GroupRecord) -> None:
-    """After the commit decision is published: remember it, checksums and checkpoints,
-    and the prepared actions files and staged commits nobody needs any more."""
+    """After the commit decision is published: remember it, run every participant's
+    after-commit hooks (checksum, checkpoint, log cleanup, leftovers), and delete the
+    prepared actions files and staged commits nobody needs any more."""
     mark_decided(coordinator, group)
     for participant in group.participants:
         store = log_store_for(participant.table_root)
-        log = DeltaLog(store)
         try:
-            snapshot = log.snapshot(participant.version)
-            log.write_checksum(snapshot)
-            if should_checkpoint(participant.version, snapshot.configuration):
-                log.checkpoint(snapshot)
+            after_commit(DeltaLog(store), participant.version)
             remove_published_staged(store, participant.version)
         except Exception:  # never fail a committed transaction over housekeeping
             logger.warning("post-commit work on %s failed", participant.table_root, exc_info=True)

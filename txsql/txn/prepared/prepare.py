@@ -24,27 +24,30 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from txsql.errors import CommitConflictError, TransactionError
+from txsql.errors import TransactionError
+from txsql.log.actions import CommitInfo
 from txsql.log.codec import encode_commit
 from txsql.storage.crashpoints import crash_point
-from txsql.storage.written import Written, WrittenFiles, recording
+from txsql.storage.written import Written
 from txsql.txn.commit.loop import CommitLoop
-from txsql.txn.commit.own_files import delete_uncommitted, require_added_files
-from txsql.txn.multitable.coordinator import STAGED_DIR, GroupRecord, now_ms, roll_forward
-from txsql.txn.multitable.group_commit import GroupMember, group_member, name_table, one_coordinator
+from txsql.txn.commit.own_files import delete_uncommitted
+from txsql.txn.multitable.coordinator import STAGED_DIR, GroupRecord, now_ms
+from txsql.txn.multitable.members import (
+    GroupMember,
+    catch_up_member,
+    group_members,
+    one_coordinator,
+)
+from txsql.txn.multitable.publish import roll_forward
 from txsql.txn.prepared.records import (
     PreparedParticipant,
     PreparedRecord,
     require_valid_id,
     write_prepared,
 )
-
-if TYPE_CHECKING:
-    from txsql.txn.transaction import Transaction
+from txsql.txn.transaction import Transaction
 
 PREPARED_PREFIX = "prepared."
 
@@ -79,7 +82,7 @@ def prepare_transactions(
     prepared, or failed with its files deleted."""
     loops = [loop for _, loop in entries]
     try:
-        outcome = prepare_group(loops, labels, [txn.written for txn, _ in entries], prepared_id)
+        outcome = prepare_group(loops, labels, prepared_id)
     except BaseException:
         for txn, _ in entries:
             txn.settle_failure(False)  # nothing durable names its files
@@ -92,12 +95,12 @@ def prepare_transactions(
 def prepare_group(
     loops: Sequence[CommitLoop],
     labels: Sequence[str],
-    ledgers: Sequence[WrittenFiles],
     prepared_id: str,
 ) -> PreparedOutcome:
     """Prepare every loop's transaction under ``prepared_id`` (all tables enrolled).
 
-    On success the ledgers are taken (closed): the files belong to the prepared record.
+    On success the loops' ledgers are taken (closed): the files belong to the prepared
+    record.
     On failure nothing durable is left (the caller's transactions delete their files).
 
     Raises:
@@ -107,13 +110,10 @@ def prepare_group(
             coordinators, an invalid id.
     """
     require_valid_id(prepared_id)
-    members = [group_member(loop, label) for loop, label in zip(loops, labels, strict=True)]
-    for m, ledger in zip(members, ledgers, strict=True):
-        m.ledger = ledger
-        m.name_in_errors = len(members) > 1
-        m.loop.group_id = prepared_id  # DESCRIBE HISTORY shows the id once committed
+    members = group_members(loops, labels)
     coordinator = one_coordinator(members)
-    if any(m.loop.prepare() is not None for m in members):
+    # The group id is the prepared id: DESCRIBE HISTORY shows it once committed.
+    if any(m.loop.prepare(prepared_id) is not None for m in members):
         raise TransactionError(
             "this transaction's exactly-once app version is already committed; nothing "
             "was prepared",
@@ -128,7 +128,7 @@ def prepare_group(
             participants.append(_prepare_member(m, written_files))
             crash_point(f"prepare_staged_{number}")
         # From here the files belong to the record (or are deleted below).
-        taken = [(m, m.ledger.take(close=True) if m.ledger else Written()) for m in members]
+        taken = [(m, m.loop.txn.ledger.take(close=True)) for m in members]
         participants = [_with_written(p, w) for p, (_, w) in zip(participants, taken, strict=True)]
         record = PreparedRecord(prepared_id, decide_from, now_ms(), tuple(participants))
         write_prepared(coordinator, record)
@@ -150,23 +150,12 @@ def _prepare_member(
     """Check ``m`` against every winner so far, then write its actions (not staged for a
     version: no coordinator record can name this file)."""
     loop = m.loop
-    with recording(m.ledger) if m.ledger is not None else nullcontext():
-        latest = loop.log.latest_version()
-        newest = -1 if latest is None else latest
-        if newest >= loop.version:
-            try:
-                done = loop.absorb_winners(newest, 1)
-            except CommitConflictError as exc:
-                if m.name_in_errors:
-                    name_table(exc, m.label)
-                raise
-            if done is not None:
-                raise TransactionError(
-                    f"{m.label}: version {done.version} already holds this transaction's write",
-                    hint="Nothing was prepared; check the table's history.",
-                )
-        info, written = loop.next_attempt()
-    require_added_files(loop.log, written, loop.operation)
+    latest = loop.log.latest_version()
+    newest = -1 if latest is None else latest
+    catch_up_member(m, newest, 1, "Nothing was prepared; check the table's history.")
+    written = loop.attempt()
+    info = written[0]
+    assert isinstance(info, CommitInfo)
     name = f"{STAGED_DIR}/{PREPARED_PREFIX}{uuid.uuid4()}.json"
     loop.log.store.fs.write_if_absent(loop.log.store.log_path(name), encode_commit(written))
     written_files.append((m, name))

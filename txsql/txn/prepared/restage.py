@@ -1,8 +1,9 @@
 """One participant of a prepared transaction at COMMIT PREPARED: its prepared actions,
 re-checked against the commits made since PREPARE and staged at its table's next version.
 
-The row-level read set does not outlive the preparing process, so the check is at the
-file level and conservative: the participant counts as having read its whole table. A
+The row-level read set does not outlive the preparing process, so the check is the one
+conflict checker with its prepared rules (:data:`~txsql.txn.conflicts.checker.PREPARED_RULES`):
+file level and conservative, the participant counts as having read its whole table. A
 blind append read nothing; only a protocol, schema or property change, the same
 exactly-once app id or metadata domain, or a dropped table conflicts with it.
 """
@@ -14,21 +15,21 @@ import uuid
 from dataclasses import replace
 from typing import NoReturn
 
-from txsql.errors import (
-    CommitConflictError,
-    ConcurrentAppendError,
-    ConcurrentDeleteDeleteError,
-    ConcurrentTransactionError,
-    MetadataChangedError,
-)
-from txsql.log.actions import Action, CommitInfo, DomainMetadata, RemoveFile, SetTransaction
+from txsql.errors import CommitConflictError, MetadataChangedError
+from txsql.log.actions import Action, CommitInfo, SetTransaction
 from txsql.log.codec import decode_commit, encode_commit
 from txsql.log.deltalog import DeltaLog
+from txsql.log.snapshot import Snapshot
 from txsql.storage.logstore import log_store_for
 from txsql.txn.commit.own_files import require_added_files
-from txsql.txn.multitable.coordinator import Participant, now_ms, staged_name
+from txsql.txn.conflicts.checker import PREPARED_RULES, check_winning_commit
+from txsql.txn.conflicts.view import TxnView, build_view
+from txsql.txn.isolation import IsolationLevel
+from txsql.txn.multitable.coordinator import Participant, now_ms
+from txsql.txn.multitable.members import name_table
+from txsql.txn.multitable.publish import staged_name
 from txsql.txn.prepared.records import PreparedParticipant
-from txsql.txn.readset import norm_path
+from txsql.txn.readset import ReadSet
 from txsql.txn.winner import WinningCommit
 
 logger = logging.getLogger(__name__)
@@ -59,9 +60,6 @@ class Restager:
             # the caller looks for it, and reports a damaged table if there is none.
             raise DecidedElsewhere(f"the prepared actions of {p.label} are gone") from None
         self.info = next(a for a in self.actions if isinstance(a, CommitInfo))
-        self.app_ids = {a.app_id for a in self.actions if isinstance(a, SetTransaction)}
-        self.domains = {a.domain for a in self.actions if isinstance(a, DomainMetadata)}
-        self.removes = {norm_path(a.path) for a in self.actions if isinstance(a, RemoveFile)}
         self.checked_through = p.version - 1  # PREPARE checked everything before
         self.last_timestamp = 0
         self.staged: Participant | None = None
@@ -82,16 +80,14 @@ class Restager:
                 MetadataChangedError, -1, None, "the table was dropped or replaced since"
             )
         versions = range(self.checked_through + 1, newest + 1)
-        for v, actions in zip(versions, self.log.read_commits(versions), strict=True):
-            winner = WinningCommit(v, tuple(actions))
-            try:
-                self._check(winner)
-            except CommitConflictError as exc:
-                exc.winning_transaction = winner.group_id
-                raise
-        if versions and self.log.snapshot(newest).metadata.id != self.p.table_id:
-            kind = MetadataChangedError
-            self._conflict(kind, newest, None, "the table was dropped and created again")
+        if versions:
+            current = self.log.snapshot(newest)
+            view = self._view(current)
+            for v, actions in zip(versions, self.log.read_commits(versions), strict=True):
+                self._check(WinningCommit(v, tuple(actions)), view)
+            if current.metadata.id != self.p.table_id:
+                kind = MetadataChangedError
+                self._conflict(kind, newest, None, "the table was dropped and created again")
         self.checked_through = newest
         if self.staged is not None and self.staged.staged_commit is not None:
             self.superseded.append(self.staged.staged_commit)
@@ -112,44 +108,39 @@ class Restager:
         info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
         return tuple(info if isinstance(a, CommitInfo) else a for a in self.actions)
 
-    def _check(self, winner: WinningCommit) -> None:
-        """File-level, as if the whole table was read (the read set did not survive)."""
+    def _view(self, current: Snapshot) -> TxnView:
+        """The participant as the checker sees it: its prepared actions, counted as a
+        whole-table read (file level: ``current`` only types the hints) that looked up the
+        app ids it writes."""
+        actions = tuple(a for a in self.actions if not isinstance(a, CommitInfo))
+        app_ids = {a.app_id for a in actions if isinstance(a, SetTransaction)}
+        return build_view(
+            self.p.table_root,
+            self.store.fs,
+            None,
+            actions=actions,
+            read_set=ReadSet(read_whole_table=True, app_ids=app_ids),
+            isolation=IsolationLevel.parse(self.p.isolation),
+            blind_append=self.p.blind_append,
+            protocol=current.protocol,
+            metadata=current.metadata,
+            row_checker=None,
+        )
+
+    def _check(self, winner: WinningCommit, view: TxnView) -> None:
+        """Raise if ``winner`` conflicts with the prepared actions (prepared rules)."""
         if winner.txn_id == self.p.txn_id:
             raise DecidedElsewhere(f"{self.p.label} v{winner.version} holds its commit")
         info = winner.commit_info
         if info is not None:
             stamp = info.in_commit_timestamp or info.timestamp or 0
             self.last_timestamp = max(self.last_timestamp, stamp)
-        operation = winner.operation
-        if winner.protocol is not None or winner.metadata is not None:
-            what = "protocol" if winner.protocol is not None else "schema or properties"
-            kind: type[CommitConflictError] = MetadataChangedError
-            self._conflict(kind, winner.version, operation, f"it changed the table's {what}")
-        if self.app_ids & {t.app_id for t in winner.of_type(SetTransaction)}:
-            kind = ConcurrentTransactionError
-            self._conflict(kind, winner.version, operation, "it wrote the same exactly-once app id")
-        if self.domains & {d.domain for d in winner.of_type(DomainMetadata)}:
-            kind = ConcurrentTransactionError
-            self._conflict(kind, winner.version, operation, "it wrote the same metadata domain")
-        if self.p.blind_append:
-            return  # read nothing: no data change can invalidate it
-        if self.removes & {norm_path(p) for p in winner.removes}:
-            kind = ConcurrentDeleteDeleteError
-            self._conflict(kind, winner.version, operation, "it removed a file this one removes")
-        changes_data = any(a.data_change for a in winner.adds.values()) or any(
-            r.data_change for r in winner.removes.values()
-        )
-        if not changes_data:
-            return
-        if self.p.isolation == "WriteSerializable" and winner.is_blind_append:
-            return
-        self._conflict(
-            ConcurrentAppendError,
-            winner.version,
-            operation,
-            "it changed data of a table this transaction read (a prepared transaction "
-            "counts as having read its whole tables)",
-        )
+        try:
+            check_winning_commit(winner, view, PREPARED_RULES)
+        except CommitConflictError as exc:
+            exc.winning_transaction = winner.group_id
+            name_table(exc, self.p.label)
+            raise
 
     def _conflict(
         self, kind: type[CommitConflictError], version: int, operation: str | None, rule: str

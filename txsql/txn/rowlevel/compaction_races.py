@@ -23,19 +23,19 @@ file-level rules raise the usual conflict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pyroaring import BitMap64
 
-from txsql.dv.store import write_deletion_vectors
 from txsql.log import features, properties
 from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from txsql.txn.isolation import changes_no_data
 from txsql.txn.readset import ReadSet, norm_path
+from txsql.txn.rowlevel.rebase import Carry, DmlTranslation
 from txsql.txn.rowlevel.row_map import RowMap, UntranslatableError, decode_row_map, translate
-from txsql.txn.rowlevel.state import RowLevelState, loosen_stats, num_records
+from txsql.txn.rowlevel.state import RowLevelState, num_records
 from txsql.txn.winner import WinningCommit
 
 
@@ -102,25 +102,6 @@ def _all_rows(n: int) -> BitMap64:
 # --- a DML that lost to a compaction --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DmlTranslation:
-    """How our DML moves onto a winning compaction's outputs.
-
-    Attributes:
-        sources: Source paths whose staged remove/add we drop (the compaction removed them).
-        deletes: Output path -> rows we delete there (translated from our DVs/removes).
-        read_rows: Output path -> rows we matched there.
-        read_unknown: Outputs holding rows of files we read without row positions.
-        outputs: The compaction's adds by path (the state we now change).
-    """
-
-    sources: frozenset[str]
-    deletes: dict[str, BitMap64]
-    read_rows: dict[str, BitMap64]
-    read_unknown: frozenset[str]
-    outputs: dict[str, AddFile]
-
-
 def plan_dml_translation(
     winner: WinningCommit, state: RowLevelState, read_set: ReadSet
 ) -> DmlTranslation | None:
@@ -166,62 +147,7 @@ def plan_dml_translation(
     return DmlTranslation(frozenset(touched), deletes, read_rows, frozenset(unknown), winner.adds)
 
 
-def apply_dml_translation(
-    t: DmlTranslation,
-    state: RowLevelState,
-    removes: MutableMapping[str, RemoveFile],
-    adds: MutableMapping[str, AddFile],
-    read_set: ReadSet,
-) -> ReadSet:
-    """Restage our deletions as DVs on the outputs; return the read set on the new files."""
-    for path in t.sources:
-        removes.pop(path, None)
-        add = adds.get(path)
-        if add is not None and norm_path(add.path) == path:
-            adds.pop(path)
-    merged: list[tuple[str, BitMap64]] = []
-    for path, deleted in sorted(t.deletes.items()):
-        output = t.outputs[path]
-        removes[path] = output.to_remove(data_change=True)
-        union = state.load(output.deletion_vector) | deleted
-        total = num_records(output.stats)
-        if total is not None and len(union) >= total:
-            adds.pop(path, None)  # we delete every row of the output: remove it whole
-            continue
-        merged.append((path, union))
-    descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
-    for (path, rows), dv in zip(merged, descriptors):
-        output = t.outputs[path]
-        adds[path] = replace(
-            output, data_change=True, deletion_vector=dv, stats=loosen_stats(output.stats)
-        )
-        state.remember(dv, rows)
-    state.restage(removes, adds)
-    files = set(read_set.files) | set(t.read_rows) | set(t.read_unknown)
-    return replace(
-        read_set,
-        scans=list(read_set.scans),
-        files=files,
-        rows={**read_set.rows, **t.read_rows},
-        rows_unknown=set(read_set.rows_unknown) | set(t.read_unknown),
-        file_dvs={**read_set.file_dvs, **{p: t.outputs[p].dv_id for p in t.read_rows}},
-    )
-
-
 # --- a compaction that lost to a DML --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Carry:
-    """A winner's deletions carried into our compaction's outputs.
-
-    Attributes:
-        sources: Source path -> the winner's remove or re-add we now remove instead.
-        deletes: Output path -> rows to mark deleted there (in addition to existing DVs).
-    """
-
-    sources: dict[str, RemoveFile]
-    deletes: dict[str, BitMap64]
 
 
 def plan_carry(
@@ -261,24 +187,3 @@ def plan_carry(
     except UntranslatableError:
         return None
     return Carry(sources, deletes)
-
-
-def apply_carry(
-    carry: Carry,
-    state: RowLevelState,
-    removes: MutableMapping[str, RemoveFile],
-    adds: MutableMapping[str, AddFile],
-) -> None:
-    """Remove the winner's versions of our sources; add DVs for its deletions to outputs."""
-    for path, remove in carry.sources.items():
-        removes[path] = remove
-    merged: list[tuple[str, BitMap64]] = []
-    for path, rows in sorted(carry.deletes.items()):
-        if rows:
-            merged.append((path, state.load(adds[path].deletion_vector) | rows))
-    descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
-    for (path, rows), dv in zip(merged, descriptors):
-        add = adds[path]
-        # Still dataChange=false: the rows are gone from the table already (the winner).
-        adds[path] = replace(add, deletion_vector=dv, stats=loosen_stats(add.stats))
-        state.remember(dv, rows)

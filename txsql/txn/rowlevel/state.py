@@ -9,24 +9,23 @@ foreign writer, any DV replacement) it changed two row sets:
 * ``base - W``: rows it *revived*. For our reads they are added rows, checked like
   appended rows (the caller asks the row predicate hook about exactly those rows).
 
-Otherwise we *rebase*: commit ``remove(F, W)`` + ``add(F, W | ours)`` with a freshly
-written DV. A row the winner revived that we did not match stays alive (it is in neither
-``W`` nor ``ours``), so a rebase never deletes a row we did not match. Whatever cannot be
-decided row by row (a scan that reported no rows, a file rewritten rather than given a DV,
-a winner that removed a DV we never saw, missing stats) is left to Delta's file-level rules
-by :meth:`RowLevelState.decidable`.
+Otherwise we *rebase* (:mod:`txsql.txn.rowlevel.rebase`): commit ``remove(F, W)`` +
+``add(F, W | ours)`` with a freshly written DV. A row the winner revived that we did not
+match stays alive (it is in neither ``W`` nor ``ours``), so a rebase never deletes a row we
+did not match. Whatever cannot be decided row by row (a scan that reported no rows, a file
+rewritten rather than given a DV, a winner that removed a DV we never saw, missing stats) is
+left to Delta's file-level rules by :meth:`RowLevelState.decidable`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 
 from pyroaring import BitMap64
 
 from txsql.dv.descriptor import DeletionVectorDescriptor
-from txsql.dv.store import read_deletion_vector, write_deletion_vectors
+from txsql.dv.store import read_deletion_vector
 from txsql.log import stats_json
 from txsql.log.actions import AddFile, RemoveFile
 from txsql.storage.filesystem import FileIO
@@ -57,15 +56,6 @@ def loosen_stats(stats: str | None) -> str | None:
     A textual edit: every bound keeps its exact spelling (see :mod:`txsql.log.stats_json`).
     """
     return stats_json.loosen_stats(stats)
-
-
-@dataclass(frozen=True)
-class Rebase:
-    """One file we modified that the winner also gave a new DV to, without overlap."""
-
-    path: str
-    winner_add: AddFile
-    our_rows: BitMap64
 
 
 class RowLevelState:
@@ -195,35 +185,3 @@ class RowLevelState:
             self.base.pop(path, None)
         for path, add in winner.adds.items():
             self.base[path] = add.deletion_vector
-
-
-def apply_rebases(
-    state: RowLevelState,
-    rebases: list[Rebase],
-    removes: dict[str, RemoveFile],
-    adds: dict[str, AddFile],
-) -> None:
-    """Rewrite our staged actions for each rebased file (writes one new DV file).
-
-    ``removes``/``adds`` are the transaction's staged actions by path, updated in place:
-    ``remove(F, W)`` plus ``add(F, W | ours)``, or only the remove when the union deletes
-    every row of F. When we had removed F outright but the winner revived rows we did not
-    match, F comes back with a DV so those rows stay alive. Data files are never rewritten.
-    """
-    merged: list[tuple[str, BitMap64, AddFile]] = []
-    for r in rebases:
-        remove = removes[r.path]
-        removes[r.path] = replace(remove, deletion_vector=r.winner_add.deletion_vector)
-        rows = state.load(r.winner_add.deletion_vector) | r.our_rows
-        ours = adds.get(r.path)
-        total = num_records(r.winner_add.stats) or num_records(ours.stats if ours else None)
-        if total is not None and len(rows) >= total:
-            adds.pop(r.path, None)
-            continue
-        # Without our own add we deleted every row we saw; the winner's add is the template.
-        template = ours if ours is not None else replace(r.winner_add, data_change=True)
-        merged.append((r.path, rows, template))
-    descriptors = write_deletion_vectors(state.table_root, state.fs, [m[1] for m in merged])
-    for (path, rows, template), dv in zip(merged, descriptors):
-        adds[path] = replace(template, deletion_vector=dv, stats=loosen_stats(template.stats))
-        state.remember(dv, rows)

@@ -35,7 +35,7 @@ from txsql.planner.dml.row_check import physical_rows
 from txsql.planner.operations.merge.plan import MergePlan
 from txsql.planner.sql.predicates import to_predicate
 from txsql.planner.sql.statements import NOT_MATCHED_BY_SOURCE, Merge
-from txsql.txn.join_read import JoinRead
+from txsql.txn.readset import JoinRead
 from txsql.txn.transaction import Transaction
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from tests.txn.harness import Lab
 from txsql.errors import ConcurrentAppendError, ConcurrentDeleteReadError
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Column, Comparison, Literal
-from txsql.txn.join_read import JoinRead, harmless_removes, join_only_paths
+from txsql.txn.join_read import harmless_removes, join_only_paths
+from txsql.txn.readset import JoinRead
 from txsql.txn.transaction import Transaction
 
 

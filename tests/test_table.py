@@ -8,8 +8,8 @@ from typing import Any
 
 import txsql
 from tests.interop.readers import deltalake_rows
-from tests.txn.multi_crash_writer import TABLES
-from tests.txn.test_coordinator_crashes import run_child
+from tests.txn.multitable.multi_crash_writer import TABLES
+from tests.txn.multitable.test_coordinator_crashes import run_child
 
 
 def test_a_table_handle_never_reads_half_a_ratified_group(tmp_path: Path, spark: Any) -> None:

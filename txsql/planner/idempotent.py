@@ -10,7 +10,7 @@ commit loop (our commit is then skipped too).
 
 Where each check lives: the commit-time checks are in the one commit path
 (:meth:`txsql.txn.commit.loop.CommitLoop.prepare` skips a pair already in the read snapshot,
-:meth:`~txsql.txn.commit.loop.CommitLoop.absorb_winners` one a winner committed), for
+:meth:`~txsql.txn.commit.loop.CommitLoop.catch_up` one a winner committed), for
 autocommit, COMMIT and group participants alike. :meth:`AppWrite.bind` stays here, at the
 statement's first touch of the table: a pre-commit hook would run too late to spare the
 statement's Spark jobs and file writes, which is the point of skipping.

@@ -251,8 +251,10 @@ class Transaction:
             TransactionError: the transaction is not open, or a new table lacks metadata.
         """
         loop = self.commit_loop(operation, parameters, metrics)
-        committer = GroupCommitter([self.table_root], reads) if self.enrolled else None
-        return commit_through(committer or LogCommitter(reads), [(self, loop)])[0]
+        committer: Committer = (
+            GroupCommitter([self.table_root], reads) if self.enrolled else LogCommitter(reads)
+        )
+        return commit_through(committer, [(self, loop)])[0]
 
     @property
     def enrolled(self) -> bool:
@@ -351,7 +353,7 @@ class Transaction:
 
     @property
     def staged_state(self) -> StagedActions:
-        """The staged actions by kind (the commit loop rewrites them when rebasing)."""
+        """The staged actions by kind (a commit loop rebases its own copy, never these)."""
         return self._staged
 
     def _require_open(self) -> None:

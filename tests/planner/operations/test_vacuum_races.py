@@ -19,7 +19,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import duckdb_rows
-from tests.txn.test_own_files import assert_only_logged_files
+from tests.txn.commit.test_own_files import assert_only_logged_files
 from txsql.errors import AddedFileMissingError, CommitConflictError
 from txsql.log.actions import AddFile
 from txsql.log.deltalog import DeltaLog

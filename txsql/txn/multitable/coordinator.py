@@ -11,10 +11,11 @@ record (the RFC's "inline" commits, which a catalog may hold instead of a staged
 Small commits go inline: the record is durable anyway, so an inline commit saves a durable
 write and a delete per participant (see ``group_commit.INLINE_MAX_BYTES``).
 
-Publishing a participant copies its commit to ``_delta_log/<version>.json`` with
-put-if-absent. It is idempotent: a commit already there carrying the participant's txnId
-counts as published (another process rolled the same record forward). A commit there
-with another txnId means some writer bypassed the coordinator: reported as a damaged log.
+Publishing a participant (:mod:`txsql.txn.multitable.publish`) copies its commit to
+``_delta_log/<version>.json`` with put-if-absent. It is idempotent: a commit already there
+carrying the participant's txnId counts as published (another process rolled the same
+record forward). A commit there with another txnId means some writer bypassed the
+coordinator: reported as a damaged log.
 A staged commit whose version is already published can never be ratified any more (a
 group proposing that version would find its coordinator position taken and re-stage), so
 cleanup may delete it, whether it was the published one or an orphan of a lost attempt.
@@ -23,9 +24,10 @@ Records are contiguous (each is put at the position after the newest), so the ne
 found by probing names, never by listing (:meth:`Coordinator.latest_position`); the hint
 file ``latest_position.hint`` gives a fresh process a recent position to probe from.
 
-Invariant the writers keep (see :mod:`txsql.txn.multitable.group_commit`): before a writer puts
-record ``p`` it has published every record below ``p``. So at any moment only the newest
-record can still be unpublished, and rolling forward means publishing that one record.
+Invariant the writers keep (see :func:`txsql.txn.multitable.publish.ratify_next`): before a
+writer puts record ``p`` it has published every record below ``p``. So at any moment only
+the newest record can still be unpublished, and rolling forward means publishing that one
+record.
 """
 
 from __future__ import annotations

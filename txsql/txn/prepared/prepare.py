@@ -160,7 +160,7 @@ def _prepare_member(
     loop.log.store.fs.write_if_absent(loop.log.store.log_path(name), encode_commit(written))
     written_files.append((m, name))
     snapshot = loop.snapshot
-    assert snapshot is not None  # group_member refuses a table without a version
+    assert snapshot is not None  # group_members refuses a table without a version
     return PreparedParticipant(
         table_root=loop.log.table_root,
         table_id=m.table_id,

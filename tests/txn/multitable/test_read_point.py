@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import txsql
-from tests.txn import test_transfers as transfers
-from tests.txn.test_group_commit import ENROLLED, make_table, writer
-from tests.txn.transfer_writer import ACCOUNTS, OPENING_BALANCE
+from tests.txn.multitable import test_transfers as transfers
+from tests.txn.multitable.test_group_commit import ENROLLED, make_table, writer
+from tests.txn.multitable.transfer_writer import ACCOUNTS, OPENING_BALANCE
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
 from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
@@ -127,9 +127,10 @@ PUBLISH_PAUSE_S = "0.2"  # between a group's accounts and ledger publish: a slow
 def test_a_join_never_sees_half_a_transfer_while_processes_transfer(
     tmp_path: Path, spark: Any
 ) -> None:
-    """Three writer processes (tests.txn.transfer_writer) move money between accounts, each
-    transfer one group over accounts and ledger, publishing the two tables 0.2 s apart.
-    Meanwhile this process runs one txsql SELECT joining both tables, again and again.
+    """Three writer processes (tests.txn.multitable.transfer_writer) move money between
+    accounts, each transfer one group over accounts and ledger, publishing the two tables
+    0.2 s apart. Meanwhile this process runs one txsql SELECT joining both tables, again and
+    again.
     Every answer must be one state of the books: the balances sum to the opening total,
     and each account's balance is its opening balance plus what the ledger rows it sees
     moved in and out (no transfer seen in one table and not the other)."""

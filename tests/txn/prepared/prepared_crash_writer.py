@@ -1,7 +1,7 @@
 """A child process for the prepared-transaction crash tests (no Spark).
 
-``python -m tests.txn.prepared_crash_writer WAREHOUSE create``: three enrolled tables t0,
-t1, t2 with one row each (id 0, amount 100), as :mod:`tests.txn.multi_crash_writer`.
+``python -m tests.txn.prepared.prepared_crash_writer WAREHOUSE create``: three enrolled tables t0,
+t1, t2 with one row each (id 0, amount 100), as :mod:`tests.txn.multitable.multi_crash_writer`.
 ``... prepare ID``: blind appends of one row (id 1) to each table, amounts summing to zero,
 prepared under ID. The data files are recorded as the transaction's own (as txsql's
 writers do), so a rollback may delete them.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.txn.multi_crash_writer import TABLES, TRANSFER, create, data_file
+from tests.txn.multitable.multi_crash_writer import TABLES, TRANSFER, create, data_file
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.paths import join
 from txsql.storage.written import record_written, recording

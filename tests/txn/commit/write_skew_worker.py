@@ -1,6 +1,6 @@
 """A child process for the cross-table write skew test (txsql's COMMIT path, no Spark).
 
-``python -m tests.txn.write_skew_worker WAREHOUSE create``: enrolled tables ``a`` and ``b``
+``python -m tests.txn.commit.write_skew_worker WAREHOUSE create``: enrolled tables ``a`` and ``b``
 (one column ``role``), empty.
 ``... WAREHOUSE run ROLE ROUNDS ISOLATION BARRIERS``: ROLE 0 reads ``a`` and appends to
 ``b``, ROLE 1 reads ``b`` and appends to ``a`` (the classic write skew), one BEGIN ...
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.txn.transfer_writer import write_rows
+from tests.txn.multitable.transfer_writer import write_rows
 from txsql.errors import CommitConflictError
 from txsql.log import features
 from txsql.log.actions import Metadata, Protocol

@@ -1,7 +1,7 @@
 """kill -9 around prepared transactions: a child prepares (or decides) and dies; this
 process lists, commits and rolls back through SQL.
 
-The child (``tests.txn.prepared_crash_writer``) prepares one row (id 1) in each of t0, t1,
+The child (``tests.txn.prepared.prepared_crash_writer``) prepares one row (id 1) in each of t0, t1,
 t2 (amounts summing to zero). DuckDB and deltalake, which share no code with txsql, then
 read every table: the row is in all three or in none, and the amounts sum to 300.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from tests.txn import processes
-from tests.txn.multi_crash_writer import TABLES
+from tests.txn.multitable.multi_crash_writer import TABLES
 from txsql import Session
 from txsql.errors import PreparedTransactionNotFoundError, PreparedTransactionRolledBackError
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def run_child(warehouse: Path, *args: str, crash_at: str | None = None) -> int:
     return processes.run_child(
-        "tests.txn.prepared_crash_writer", str(warehouse), *args, crash_at=crash_at
+        "tests.txn.prepared.prepared_crash_writer", str(warehouse), *args, crash_at=crash_at
     )
 
 

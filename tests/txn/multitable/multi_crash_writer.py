@@ -1,7 +1,7 @@
 """A child process for the multi-table crash matrix (no Spark).
 
-``python -m tests.txn.multi_crash_writer WAREHOUSE create``: three enrolled tables t0, t1,
-t2, each with one row (id 0, amount 100).
+``python -m tests.txn.multitable.multi_crash_writer WAREHOUSE create``: three enrolled
+tables t0, t1, t2, each with one row (id 0, amount 100).
 ``... transfer``: one group over the three tables; each gets a row (id 1) whose amounts
 sum to zero (-10, +4, +6), so the sum over all tables stays 300 after a whole group.
 ``... transfers``: five such groups in a row (several processes run it at once).

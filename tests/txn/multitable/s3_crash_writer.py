@@ -1,7 +1,7 @@
 """The multi-table crash child of ``multi_crash_writer``, on an object store (no Spark).
 
-``python -m tests.txn.s3_crash_writer s3://BUCKET/WAREHOUSE MODE`` with MODE ``create``,
-``transfer`` or ``touch``, run by :mod:`tests.txn.multi_crash_writer`'s own functions:
+``python -m tests.txn.multitable.s3_crash_writer s3://BUCKET/WAREHOUSE MODE`` with MODE ``create``,
+``transfer`` or ``touch``, run by :mod:`tests.txn.multitable.multi_crash_writer`'s own functions:
 three enrolled tables t0, t1, t2 with a row (id 0, amount 100) each; one group adding a
 row (id 1) whose amounts sum to zero; a later single-table commit to t0 (id 2, amount 0)
 that rolls the coordinator forward. Data files go through txsql's own FileIO, so the store
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from tests.txn import multi_crash_writer
-from tests.txn.transfer_writer import write_rows
+from tests.txn.multitable import multi_crash_writer
+from tests.txn.multitable.transfer_writer import write_rows
 from txsql.log.actions import AddFile
 from txsql.log.deltalog import DeltaLog
 

@@ -2,7 +2,7 @@
 
 Two processes run the classic write skew across two enrolled tables, round after round:
 T0 reads ``a`` and appends to ``b``, T1 reads ``b`` and appends to ``a``, each a BEGIN ...
-COMMIT through the planner's transaction control (``tests.txn.write_skew_worker``). Both
+COMMIT through the planner's transaction control (``tests.txn.commit.write_skew_worker``). Both
 read, stage and pass every check that runs before the commit, then are released to put
 their coordinator record at the same moment. At Serializable exactly one commits each
 round (the other's read table changed at a position below the one it ratifies at); at
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from tests.txn.test_group_commit import ENROLLED, make_table, writer
-from tests.txn.test_transfers import ROOT_DIR, child_env, latest_version
+from tests.txn.multitable.test_group_commit import ENROLLED, make_table, writer
+from tests.txn.multitable.test_transfers import ROOT_DIR, child_env, latest_version
 from txsql.errors import ConcurrentAppendError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
@@ -34,7 +34,7 @@ ROUNDS = 12
 
 
 def worker(warehouse: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "tests.txn.write_skew_worker", str(warehouse), *args]
+    return [sys.executable, "-m", "tests.txn.commit.write_skew_worker", str(warehouse), *args]
 
 
 def run_rounds(tmp_path: Path, isolation: str) -> tuple[Path, list[dict[str, object]]]:

@@ -1,7 +1,7 @@
 """Three processes move money between accounts, each transfer with its ledger row in one
 transaction over two enrolled tables, at WriteSerializable and at Serializable.
 
-The children (``tests.txn.transfer_writer``) retry conflicts and report every transfer
+The children (``tests.txn.multitable.transfer_writer``) retry conflicts and report every transfer
 that committed. Oracles that share no code with txsql then check the outcome: DuckDB and
 deltalake read both tables and agree; the total balance is unchanged; the ledger holds
 exactly the committed transfers; the ledger's own log (parsed here with ``json``) orders
@@ -23,9 +23,9 @@ import duckdb
 import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from tests.txn.transfer_writer import ACCOUNTS, OPENING_BALANCE
+from tests.txn.multitable.transfer_writer import ACCOUNTS, OPENING_BALANCE
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
+ROOT_DIR = Path(__file__).resolve().parents[3]
 CHILDREN = 3
 TRANSFERS_PER_CHILD = 5
 
@@ -37,7 +37,7 @@ def child_env() -> dict[str, str]:
 
 
 def writer(warehouse: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "tests.txn.transfer_writer", str(warehouse), *args]
+    return [sys.executable, "-m", "tests.txn.multitable.transfer_writer", str(warehouse), *args]
 
 
 def latest_version(table: Path) -> int:

@@ -16,8 +16,9 @@ WriteSerializable/file-level, Serializable/file-level ("ok" = our commit lands).
 Where txsql differs from Databricks' published matrix: DML vs OPTIMIZE on the same files
 conflicts here (Databricks: only with ZORDER) because this OPTIMIZE records no row map, as
 another engine's would not; txsql translates row positions only through its own
-compactions (ARCHITECTURE.md, "Compaction and DML"; tests/txn/test_compaction_races.py).
-Without a row map it is Delta OSS's behaviour.
+compactions (ARCHITECTURE.md, "Compaction and DML";
+tests/txn/rowlevel/test_compaction_races_spark.py). Without a row map it is Delta OSS's
+behaviour.
 """
 
 from __future__ import annotations

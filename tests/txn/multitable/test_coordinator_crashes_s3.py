@@ -3,7 +3,7 @@
 The object-store twin of ``test_coordinator_crashes``, on a reduced set of phases: after
 staging 1 and 3 of 3 tables (with staged commit files), after ratification before any
 publish (inline commits and staged files), mid-publish (t0 published, t1 and t2 not) and
-during cleanup. The child (``tests.txn.s3_crash_writer``)
+during cleanup. The child (``tests.txn.multitable.s3_crash_writer``)
 reaches a warehouse ``s3://<bucket>/wh`` on a moto server this module starts as its own
 process (its requests go to a log file; it is stopped in teardown): deltalake's query
 engine holds the GIL while it waits for a GET, so an in-process moto server would never
@@ -26,7 +26,7 @@ from deltalake import DeltaTable, QueryBuilder
 from tests.interop.readers import duckdb_rows
 from tests.storage.moto_s3 import MotoS3Process
 from tests.txn import processes
-from tests.txn.multi_crash_writer import TABLES
+from tests.txn.multitable.multi_crash_writer import TABLES
 
 # Phases after which the group is ratified, with the tables already published at the kill.
 RATIFIED = {"mtx_ratified": 0, "mtx_published_1": 1, "mtx_cleanup": 3}
@@ -52,7 +52,12 @@ def run_child(
     moto: MotoS3Process, warehouse: str, mode: str, crash_at: str | None = None, form: str = ""
 ) -> int:
     return processes.run_child(
-        "tests.txn.s3_crash_writer", warehouse, mode, form, crash_at=crash_at, env=moto.env()
+        "tests.txn.multitable.s3_crash_writer",
+        warehouse,
+        mode,
+        form,
+        crash_at=crash_at,
+        env=moto.env(),
     )
 
 

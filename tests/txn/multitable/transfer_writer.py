@@ -1,7 +1,7 @@
 """A child process for the multi-table transfers test (no Spark: txsql's Python API).
 
-``python -m tests.txn.transfer_writer WAREHOUSE create``: two enrolled tables, ``accounts``
-(one data file per account, each balance 100) and an empty ``ledger``.
+``python -m tests.txn.multitable.transfer_writer WAREHOUSE create``: two enrolled tables,
+``accounts`` (one data file per account, each balance 100) and an empty ``ledger``.
 ``... WAREHOUSE run CHILD K ISOLATION``: K transfers, each one transaction over both tables:
 read the source and destination accounts, move a third of the source's balance (rounded
 up), rewrite both accounts' files and append the ledger row ``(child, seq, src, dst,

@@ -1,8 +1,8 @@
 """COMMIT PREPARED against other processes: racing a ROLLBACK PREPARED of the same id, and
 racing other writers while it re-stages (the two-phase sink property).
 
-Children are ``tests.txn.prepared_crash_writer`` (prepare / commit / rollback) and
-``tests.txn.multi_crash_writer touch`` (a single-table append to t0 through the
+Children are ``tests.txn.prepared.prepared_crash_writer`` (prepare / commit / rollback) and
+``tests.txn.multitable.multi_crash_writer touch`` (a single-table append to t0 through the
 coordinator). DuckDB and deltalake, which share no code with txsql, read the tables.
 """
 
@@ -14,16 +14,20 @@ import sys
 from pathlib import Path
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from tests.txn.multi_crash_writer import TABLES
+from tests.txn.multitable.multi_crash_writer import TABLES
 
-ROOT_DIR = Path(__file__).resolve().parents[2]
+ROOT_DIR = Path(__file__).resolve().parents[3]
+MODULES = {
+    "multi_crash_writer": "tests.txn.multitable.multi_crash_writer",
+    "prepared_crash_writer": "tests.txn.prepared.prepared_crash_writer",
+}
 
 
 def start(warehouse: Path, module: str, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "TXSQL_CRASH_AT"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT_DIR), env.get("PYTHONPATH", "")])
     return subprocess.Popen(
-        [sys.executable, "-m", f"tests.txn.{module}", str(warehouse), *args],
+        [sys.executable, "-m", MODULES[module], str(warehouse), *args],
         cwd=ROOT_DIR,
         env=env,
         stdout=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """kill -9 a three-table group at every coordinator phase: all participants or none.
 
-A child (``tests.txn.multi_crash_writer``) commits one group over t0, t1, t2 and dies by
+A child (``tests.txn.multitable.multi_crash_writer``) commits one group over t0, t1, t2 and dies by
 SIGKILL at a phase, with its commits inline in the coordinator record (as small commits
 are) or written as staged commit files first (as large ones are). Then another process
 makes one txsql commit to t0 (which rolls the coordinator forward). DuckDB and deltalake,
@@ -21,7 +21,7 @@ import pytest
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from tests.txn import processes
-from tests.txn.multi_crash_writer import TABLES
+from tests.txn.multitable.multi_crash_writer import TABLES
 
 STAGED = ["mtx_staged_1", "mtx_staged_2", "mtx_staged_3"]
 # Phases after which the group is ratified, with the tables already published at the kill.
@@ -33,7 +33,7 @@ FORMS = ["inline", "staged"]
 
 def run_child(warehouse: Path, mode: str, crash_at: str | None = None, form: str = "") -> int:
     return processes.run_child(
-        "tests.txn.multi_crash_writer", str(warehouse), mode, form, crash_at=crash_at
+        "tests.txn.multitable.multi_crash_writer", str(warehouse), mode, form, crash_at=crash_at
     )
 
 
@@ -96,7 +96,13 @@ def test_concurrent_groups_all_land_whole(tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     assert run_child(warehouse, "create") == 0
     env = processes.child_env()
-    command = [sys.executable, "-m", "tests.txn.multi_crash_writer", str(warehouse), "transfers"]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.txn.multitable.multi_crash_writer",
+        str(warehouse),
+        "transfers",
+    ]
     children = [
         subprocess.Popen(
             command, cwd=processes.ROOT_DIR, env=env, stderr=subprocess.PIPE, text=True

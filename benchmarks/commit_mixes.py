@@ -84,6 +84,7 @@ def _data_file(root: str, ids: Sequence[int], name: str, data_change: bool = Tru
     os.makedirs(os.path.join(root, "_ids"), exist_ok=True)
     with open(os.path.join(root, "_ids", path + ".json"), "w") as out:
         json.dump(list(ids), out)
+    open(os.path.join(root, path), "wb").close()  # a placeholder: commits check files exist
     return AddFile(path, {}, 1, 0, data_change=data_change, stats=_stats(ids))
 
 

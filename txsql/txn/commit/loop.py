@@ -44,7 +44,7 @@ from txsql.txn.isolation import IsolationLevel, choose_isolation, is_blind_appen
 from txsql.txn.readset import ReadSet
 from txsql.txn.result import CommitResult
 from txsql.txn.rowlevel.compaction_races import own_row_map
-from txsql.txn.rowlevel.rebase import RebaseKind, Rebases, rebase
+from txsql.txn.rowlevel.rebase import DmlTranslation, RebaseKind, Rebases, rebase
 from txsql.txn.staging import StagedActions
 from txsql.txn.winner import GROUP_TAG, WinningCommit
 from txsql.version import __version__
@@ -226,8 +226,8 @@ class CommitLoop:
             removes, adds, rebased = rebase(kind, state, self.staged.removes, self.staged.adds)
             self.staged.replace_files(removes, adds)
             self.rebased.update(rebased)
-            if kind is outcome.translation:  # our DML now changes the compaction's outputs
-                view.read_set = outcome.translation.reads_after(view.read_set)
+            if isinstance(kind, DmlTranslation):  # we now change the compaction's outputs
+                view.read_set = kind.reads_after(view.read_set)
                 state.restage(removes, adds)
         state.advance(winner)
 

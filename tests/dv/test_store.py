@@ -84,9 +84,11 @@ def test_read_delta_rs_small_fixture(fixtures_dir: Path) -> None:
 
 def test_fixture_dv_tables_found(fixtures_dir: Path) -> None:
     tables = _dv_tables()
-    assert len(tables) == 11
-    assert {SMALL, "delta-rs/cdf-table-with-cdc-and-dvs"} <= set(tables)
-    assert sum(len(_log_descriptors(fixtures_dir / t)) for t in tables) == 185
+    assert len(tables) == 14
+    assert {SMALL, "delta-rs/cdf-table-with-cdc-and-dvs", "delta-modern/with-short-dv"} <= set(
+        tables
+    )
+    assert sum(len(_log_descriptors(fixtures_dir / t)) for t in tables) == 234
 
 
 @pytest.mark.parametrize("table", _dv_tables())

@@ -89,6 +89,11 @@ def test_fixture_schemas_found() -> None:
 
 @pytest.mark.parametrize(("where", "text"), SCHEMAS, ids=[w for w, _ in SCHEMAS])
 def test_fixture_schema_round_trips(where: str, text: str) -> None:
+    if "geometry(" in text or "geography(" in text:
+        # No geospatial types in txsql's schema model: refused, naming the type.
+        with pytest.raises(SchemaError, match="geometry"):
+            parse_schema(text)
+        return
     schema = parse_schema(text)
     assert json.loads(schema_to_json(schema)) == json.loads(text)
     assert schema.fields

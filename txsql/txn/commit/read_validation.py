@@ -31,13 +31,11 @@ from typing import Protocol
 
 from txsql.errors import CommitConflictError
 from txsql.log.deltalog import DeltaLog
-from txsql.log.features import multi_table_enrolled
 from txsql.log.snapshot import Snapshot
 from txsql.txn.conflicts.checker import READ_RULES, check_winning_commit
 from txsql.txn.conflicts.view import TxnView, build_view
 from txsql.txn.hooks import RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel
-from txsql.txn.multitable.coordinator import coordinator_root
 from txsql.txn.readset import ReadSet
 from txsql.txn.winner import WinningCommit
 
@@ -72,15 +70,8 @@ class ReadCheck:
         self._pinned = -1 if snapshot is None else snapshot.version
         self.checked_through = self._pinned
         self._checker_view: TxnView | None = None
-        self.atomic = False  # set by the commit that runs this check inside its ratify loop
-
-    @property
-    def coordinator_root(self) -> str | None:
-        """The coordinator the read table commits through (None: not enrolled)."""
-        snapshot = self.txn.snapshot()
-        if snapshot is None or not multi_table_enrolled(snapshot.configuration):
-            return None
-        return coordinator_root(self.txn.table_root, snapshot.configuration)
+        # Set by a group commit that runs this check inside its ratify loop (for the hint).
+        self.atomic = False
 
     def run(self) -> int:
         """Check every commit to the table not checked yet; the number checked.

@@ -33,13 +33,20 @@ from collections.abc import Sequence
 
 from txsql.errors import CommitRetriesExceededError, TransactionError
 from txsql.log.codec import encode_commit
+from txsql.log.features import multi_table_enrolled
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.filesystem import LocalFileIO
 from txsql.storage.paths import commit_name
 from txsql.txn.commit.after_commit import after_commit
 from txsql.txn.commit.loop import CommitLoop
 from txsql.txn.commit.read_validation import ReadCheck
-from txsql.txn.multitable.coordinator import Coordinator, GroupRecord, Participant, now_ms
+from txsql.txn.multitable.coordinator import (
+    Coordinator,
+    GroupRecord,
+    Participant,
+    coordinator_root,
+    now_ms,
+)
 from txsql.txn.multitable.members import (
     GroupMember,
     catch_up_member,
@@ -105,7 +112,7 @@ class GroupCommitter:
                 "some of its tables and not to others",
                 hint="Give each table's writes their own app id, or use a new app version.",
             )
-        atomic = [check for check in self.reads if check.coordinator_root == coordinator.root]
+        atomic = [check for check in self.reads if _commits_through(check, coordinator)]
         for check in atomic:
             check.atomic = True
         try:
@@ -133,6 +140,15 @@ class GroupCommitter:
                 "publishing group %s failed; rolled forward later", group_id, exc_info=True
             )
         return [_finish(m, published) for m in members]
+
+
+def _commits_through(check: ReadCheck, coordinator: Coordinator) -> bool:
+    """Whether the read table commits through ``coordinator`` (then the check can be
+    atomic with the group's ratification)."""
+    snapshot = check.txn.snapshot()
+    if snapshot is None or not multi_table_enrolled(snapshot.configuration):
+        return False
+    return coordinator_root(check.txn.table_root, snapshot.configuration) == coordinator.root
 
 
 def _stage_and_ratify(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
-from txsql.log import column_rules, properties
+from txsql.log import column_rules, properties, row_tracking
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.schema import parse_schema
 from txsql.log.type_features import check_storable, needed_features
@@ -40,7 +40,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
-    | {"txsqlMultiTableTransactions"}
+    | {"txsqlMultiTableTransactions", "rowTracking"}
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
@@ -242,7 +242,6 @@ def with_features(
 
 # Properties that switch on a table feature txsql does not write: set to true, refused.
 _PROPERTY_FEATURES = {
-    "delta.enableRowTracking": "rowTracking",
     "delta.enableTypeWidening": "typeWidening",
     "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
@@ -264,6 +263,8 @@ def features_for_properties(configuration: Mapping[str, str]) -> list[str]:
         wanted.append("changeDataFeed")
     if properties.append_only(configuration):
         wanted.append("appendOnly")
+    if row_tracking.enabled(configuration):
+        wanted += ["rowTracking", "domainMetadata"]  # the mark lives in a domain
     for key, value in configuration.items():
         # Explicit opt-ins: 'delta.feature.<name>' = 'supported'.
         if key.startswith("delta.feature.") and value.lower() in ("supported", "enabled"):

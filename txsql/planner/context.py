@@ -19,7 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from txsql.errors import SchemaError, TableNotEnrolledError, TransactionError
+from txsql.errors import (
+    SchemaError,
+    TableNotEnrolledError,
+    TransactionError,
+    UnsupportedFeatureError,
+)
 from txsql.log import properties
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
@@ -27,7 +32,7 @@ from txsql.planner.catalog import Catalog
 from txsql.planner.sql.refs import TableRef
 from txsql.storage.written import WrittenFiles, activate, deactivate
 from txsql.txn.commit.read_validation import ReadCheck
-from txsql.txn.guards import AppendOnlyTableError, check_append_only
+from txsql.txn.guards import AppendOnlyTableError, check_append_only, check_row_ids_kept
 from txsql.txn.hooks import RowPredicateChecker
 from txsql.txn.isolation import IsolationLevel
 from txsql.txn.multitable.read_point import ReadPoints, snapshot_at_read_point
@@ -222,7 +227,8 @@ class RunContext:
         )
         try:
             check_append_only(txn, operation)
-        except AppendOnlyTableError:
+            check_row_ids_kept(txn, operation)
+        except (AppendOnlyTableError, UnsupportedFeatureError):
             if explicit:
                 txn.rollback()  # its actions are staged already: the transaction is void
             raise

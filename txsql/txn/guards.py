@@ -1,4 +1,5 @@
-"""Commit-time guards every writing statement shares (``delta.appendOnly``).
+"""Commit-time guards every writing statement shares (``delta.appendOnly``, and stable row
+ids under ``delta.enableRowTracking``).
 
 Kept free of other planner imports so :mod:`txsql.planner.context` can call it on every
 commit without an import cycle.
@@ -6,8 +7,8 @@ commit without an import cycle.
 
 from __future__ import annotations
 
-from txsql.errors import AppendOnlyTableError
-from txsql.log import properties
+from txsql.errors import AppendOnlyTableError, UnsupportedFeatureError
+from txsql.log import properties, row_tracking
 from txsql.log.actions import RemoveFile
 from txsql.txn.transaction import Transaction
 
@@ -34,4 +35,33 @@ def check_append_only(txn: Transaction, operation: str) -> None:
     raise AppendOnlyTableError(
         f"{operation} cannot run on {txn.table_root}: the table is append-only "
         f"(delta.appendOnly = true) and this would remove data from {len(removes)} file(s)"
+    )
+
+
+# Operations whose new files hold only new rows (fresh ids are right for them) even when
+# they also remove files: an overwrite, or a table replaced by a query.
+NEW_ROWS_ONLY = frozenset({"WRITE", "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"})
+
+
+def check_row_ids_kept(txn: Transaction, operation: str) -> None:
+    """Refuse a commit that would move rows of a ``delta.enableRowTracking`` table into new
+    files (UPDATE, MERGE updates, copy-on-write DELETE, OPTIMIZE, REORG): the protocol wants
+    their stable row ids kept in materialized hidden columns, which txsql does not write
+    yet, so those rows would silently get new ids.
+
+    Raises:
+        UnsupportedFeatureError: the staged actions copy rows of such a table.
+    """
+    snapshot = txn.current_snapshot()
+    if snapshot is None or not row_tracking.enabled(snapshot.configuration):
+        return
+    if operation in NEW_ROWS_ONLY or not row_tracking.copies_rows(txn.staged):
+        return
+    raise UnsupportedFeatureError(
+        f"{operation} cannot run on {txn.table_root}: it moves existing rows into new files, "
+        "and on a table with delta.enableRowTracking = true their stable row ids must be "
+        "kept in materialized columns, which txsql does not write yet",
+        hint="Run this statement with Delta Spark or Databricks, or stop keeping stable row "
+        "ids: ALTER TABLE ... SET TBLPROPERTIES ('delta.enableRowTracking' = 'false') (new "
+        "rows still get row ids). INSERT, DELETE and insert-only MERGE work as they are.",
     )

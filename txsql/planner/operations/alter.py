@@ -17,7 +17,7 @@ from typing import Any
 
 from txsql.engine.charvarchar import length_metadata
 from txsql.errors import InvalidTablePropertyError, SchemaError
-from txsql.log import features, properties
+from txsql.log import features, properties, row_tracking
 from txsql.log.actions import Action, Metadata, Protocol
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
@@ -56,6 +56,11 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
         version = (txn.read_version or 0) + 1
         configuration[P.IN_COMMIT_TIMESTAMP_ENABLEMENT_VERSION] = str(version)
         configuration[P.IN_COMMIT_TIMESTAMP_ENABLEMENT_TIMESTAMP] = str(int(time.time() * 1000))
+    snapshot = txn.current_snapshot()
+    files = snapshot.files if snapshot is not None else ()
+    configuration = row_tracking.with_column_names(
+        metadata.configuration, configuration, files, statement.target.display
+    )
     # none -> name: every column gets an id and keeps its name as the physical name.
     configuration, schema_string = enable_mapping(metadata, configuration, metadata.schema_string)
     new_metadata = replace(metadata, configuration=configuration, schema_string=schema_string)

@@ -15,7 +15,7 @@ from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.engine.write_rules import generated_high_water_marks
 from txsql.errors import SchemaError, TableExistsError, TransactionError
-from txsql.log import features, properties
+from txsql.log import features, properties, row_tracking
 from txsql.log.actions import Action, AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules, with_high_water_marks
 from txsql.log.deltalog import DeltaLog
@@ -153,6 +153,7 @@ def table_definition(
             requested[canonical] = checked
         else:
             configuration[canonical] = checked
+    configuration = row_tracking.with_column_names({}, configuration, (), statement.target.display)
     # 'name' column mapping: ids and col-<uuid> physical names from the start.
     schema_json, configuration = map_new_table(schema_json, configuration)
     metadata = Metadata(

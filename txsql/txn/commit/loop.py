@@ -31,12 +31,20 @@ from txsql.errors import (
     CorruptDeletionVectorError,
     TransactionError,
 )
-from txsql.log import features, properties
-from txsql.log.actions import Action, CommitInfo, Metadata, Protocol, SetTransaction
+from txsql.log import features, properties, row_tracking
+from txsql.log.actions import (
+    Action,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    SetTransaction,
+)
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.storage.written import WrittenFiles, recording
 from txsql.txn.commit.own_files import require_added_files
+from txsql.txn.commit.row_ids import assign_row_ids
 from txsql.txn.conflicts.checker import check_winning_commit
 from txsql.txn.conflicts.view import CheckOutcome, TxnView, build_view
 from txsql.txn.hooks import JoinChecker, RowPredicateChecker
@@ -99,6 +107,10 @@ class CommitLoop:
         self.view: TxnView | None = None
         self.version = 0
         self.last_timestamp = 0
+        # Row tracking: whether this commit assigns row ids, and the highest id assigned in
+        # the version it commits on top of (raised by every winner caught up with).
+        self.assigns_row_ids = False
+        self.row_id_mark = -1
         # True from a put until the commit at that version is known not to be ours: an
         # error in between leaves it unknown whether our commit landed.
         self.outcome_unknown = False
@@ -157,6 +169,9 @@ class CommitLoop:
         )
         self.last_timestamp = snapshot.commit_timestamp if snapshot else 0
         self.version = 0 if read_version is None else read_version + 1
+        self.assigns_row_ids = row_tracking.assigns_row_ids(protocol, metadata.configuration)
+        if snapshot is not None:
+            self.row_id_mark = row_tracking.high_water_mark(snapshot.domains.values())
         return None
 
     def attempt(self) -> tuple[Action, ...]:
@@ -166,7 +181,9 @@ class CommitLoop:
         now = int(time.time() * 1000)
         ict = max(now, self.last_timestamp + 1) if self._ict_enabled(self.view) else None
         self.info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
-        written = (self.info, *self.staged.actions())
+        written: tuple[Action, ...] = (self.info, *self.staged.actions())
+        if self.assigns_row_ids:
+            written, _ = assign_row_ids(written, self.version, self.row_id_mark)
         require_added_files(self.log, written, self.operation)
         return written
 
@@ -211,6 +228,8 @@ class CommitLoop:
                 raise
             self.winners.append(v)
             self.last_timestamp = max(self.last_timestamp, _timestamp(winner))
+            domains = winner.of_type(DomainMetadata)
+            self.row_id_mark = row_tracking.high_water_mark(domains, self.row_id_mark)
         self.version = max(self.version, latest + 1)
         return None
 

@@ -119,6 +119,14 @@ def prepare_group(
             "was prepared",
             hint="ROLLBACK; the write it holds is already in the table.",
         )
+    tracked = [m.label for m in members if m.loop.assigns_row_ids]
+    if tracked:
+        raise TransactionError(
+            f"PREPARE TRANSACTION cannot prepare writes to {', '.join(tracked)}: the table "
+            "tracks row ids, and the ids of a prepared commit would have to be assigned "
+            "again at COMMIT PREPARED, which txsql does not do yet",
+            hint="COMMIT the transaction instead of preparing it.",
+        )
     decide_from = roll_forward(coordinator)
     written_files: list[tuple[GroupMember, str]] = []
     taken: list[tuple[GroupMember, Written]] = []

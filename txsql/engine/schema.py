@@ -21,14 +21,17 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 
-from txsql.errors import SchemaError
+from txsql.engine.spark_types import MAX_DECIMAL_PRECISION, spark_schema
+from txsql.errors import SchemaError, UnsupportedFeatureError
+from txsql.log.type_widening import TYPE_CHANGES_KEY, integral_sources
 
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 FIELD_ID_KEY = "delta.columnMapping.id"
-# Field metadata that only matters to the log; scans return clean fields.
-_INTERNAL_METADATA_PREFIXES = ("delta.columnMapping.", "parquet.field.id")
+# Field metadata that only matters to the log; scans return clean fields (a type-change
+# history copied into a new table by CREATE TABLE AS SELECT would claim typeWidening).
+_INTERNAL_METADATA_PREFIXES = ("delta.columnMapping.", "parquet.field.id", TYPE_CHANGES_KEY)
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ def quote(name: str) -> str:
 
 def logical_schema(schema_json: Mapping[str, Any]) -> StructType:
     """The table's logical Spark schema, without Delta's internal field metadata."""
-    parsed = StructType.fromJson(dict(schema_json))
+    parsed = spark_schema(schema_json)
     result = _strip_metadata(parsed)
     assert isinstance(result, StructType)
     return result
@@ -108,15 +111,18 @@ def logical_schema(schema_json: Mapping[str, Any]) -> StructType:
 def physical_type(data_type: DataType, mode: str) -> DataType:
     """``data_type`` with every nested struct field renamed to its physical name.
 
-    Field metadata (which carries the physical names) must still be present, so pass types
-    from :meth:`StructType.fromJson`, not from :func:`logical_schema`.
+    Field metadata (which carries the physical names and type changes) must still be
+    present, so pass types from :func:`spark_schema`, not from :func:`logical_schema`.
+
+    A decimal once widened from an integer is read at a precision the old files' ints fit
+    (:func:`read_decimal`); the scan casts it back to the table's type.
     """
     if isinstance(data_type, StructType):
         return StructType(
             [
                 StructField(
                     physical_name(f.name, f.metadata, mode),
-                    physical_type(f.dataType, mode),
+                    _widened(physical_type(f.dataType, mode), f, "", f.name),
                     f.nullable,
                 )
                 for f in data_type.fields
@@ -130,6 +136,56 @@ def physical_type(data_type: DataType, mode: str) -> DataType:
             physical_type(data_type.valueType, mode),
             data_type.valueContainsNull,
         )
+    return data_type
+
+
+def read_decimal(data_type: DecimalType, digits: int, column: str) -> DecimalType:
+    """The type to read a DECIMAL(p, s) column with when some files hold it as an integer
+    needing ``digits`` integral digits (10 for INT32, 20 for INT64).
+
+    Spark's vectorized Parquet reader refuses INT32 -> DECIMAL(4, 1) (measured on 4.1:
+    FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH) but reads INT32 -> DECIMAL(11, 1)
+    and DECIMAL(4, 1) files -> DECIMAL(11, 1); every value fits the table's type again, so
+    the cast back loses nothing.
+
+    >>> read_decimal(DecimalType(4, 1), 10, "c")
+    DecimalType(11,1)
+    """
+    if data_type.precision - data_type.scale >= digits:
+        return data_type
+    precision = data_type.scale + digits
+    if precision > MAX_DECIMAL_PRECISION:
+        raise UnsupportedFeatureError(
+            f"column {column} was widened from an integer to {data_type.simpleString()}; "
+            "Spark cannot read the old integer files at that scale (table feature "
+            "typeWidening)",
+            hint="Read this table with Delta Spark, or rewrite the column's old files there.",
+        )
+    return DecimalType(precision, data_type.scale)
+
+
+def _widened(data_type: DataType, field: StructField, path: str, column: str) -> DataType:
+    """``data_type`` (a position of ``field``, ``path`` its ``fieldPath``) with decimals
+    widened from integers read by :func:`read_decimal`."""
+    digits = integral_sources(field.metadata, column) if field.metadata else {}
+    if not digits:
+        return data_type
+    return _widen_at(data_type, digits, path, column)
+
+
+def _widen_at(data_type: DataType, digits: dict[str, int], path: str, column: str) -> DataType:
+    def sub(name: str) -> str:
+        return f"{path}.{name}" if path else name
+
+    if isinstance(data_type, DecimalType) and path in digits:
+        return read_decimal(data_type, digits[path], column)
+    if isinstance(data_type, ArrayType):
+        element = _widen_at(data_type.elementType, digits, sub("element"), column)
+        return ArrayType(element, data_type.containsNull)
+    if isinstance(data_type, MapType):
+        key = _widen_at(data_type.keyType, digits, sub("key"), column)
+        value = _widen_at(data_type.valueType, digits, sub("value"), column)
+        return MapType(key, value, data_type.valueContainsNull)
     return data_type
 
 
@@ -165,7 +221,7 @@ def table_schema(
         SchemaError: If a partition column is not in the schema.
     """
     mode = mapping_mode.lower()
-    with_metadata = StructType.fromJson(dict(schema_json))
+    with_metadata = spark_schema(schema_json)
     logical = logical_schema(schema_json)
     by_lower = {p.lower() for p in partition_columns}
     names = {f.name.lower() for f in with_metadata.fields}
@@ -180,7 +236,7 @@ def table_schema(
             logical_name=f.name,
             physical_name=physical_name(f.name, f.metadata, mode),
             logical_type=lf.dataType,
-            physical_type=physical_type(f.dataType, mode),
+            physical_type=_widened(physical_type(f.dataType, mode), f, "", f.name),
             is_partition=f.name.lower() in by_lower,
         )
         for f, lf in zip(with_metadata.fields, logical.fields)

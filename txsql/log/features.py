@@ -30,7 +30,7 @@ MAX_WRITER_VERSION = 7
 READER_WRITER_FEATURES = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
     | {"typeWidening", "typeWidening-preview", "variantType", "variantType-preview"}
-    | {"variantShredding-preview", "catalogManaged", "catalogOwned-preview"}
+    | {"variantShredding", "variantShredding-preview", "catalogManaged", "catalogOwned-preview"}
 )
 
 # Only what the reader really handles: DVs, name/id column mapping on read, V2 checkpoints
@@ -133,12 +133,13 @@ def check_readable(protocol: Protocol) -> None:
         _refuse("reader features", unsupported, READER_FEATURES_SUPPORTED)
 
 
-def check_snapshot_readable(protocol: Protocol, metadata: Metadata) -> StructType:
+def check_snapshot_readable(protocol: Protocol, metadata: Metadata) -> StructType | None:
     """:func:`check_readable`, and refuse a schema txsql cannot read (a geospatial column,
     an unknown type, a type change or collation it cannot map), naming the column first.
 
     Returns:
-        The parsed schema.
+        The parsed schema (None when it does not parse: a scan reports that, naming the
+        column; the log itself, its history and versions, stays readable).
     """
     schema = _readable_schema(metadata.schema_string)
     check_readable(protocol)
@@ -146,9 +147,12 @@ def check_snapshot_readable(protocol: Protocol, metadata: Metadata) -> StructTyp
 
 
 @functools.lru_cache(maxsize=64)
-def _readable_schema(schema_string: str) -> StructType:
+def _readable_schema(schema_string: str) -> StructType | None:
     # Every statement takes a snapshot: check each schema text once, not every time.
-    schema = parse_schema(schema_string)
+    try:
+        schema = parse_schema(schema_string)
+    except SchemaError:
+        return None  # malformed: the log stays readable (history); a scan reports it
     check_readable_schema(schema)
     return schema
 

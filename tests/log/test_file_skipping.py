@@ -18,7 +18,7 @@ def schema(type_: str, metadata: dict[str, Any]) -> Any:
     return parse_schema(json.dumps({"type": "struct", "fields": [field]}))
 
 
-def file_with(lo: Any, hi: Any, partition: dict[str, str] | None = None) -> AddFile:
+def file_with(lo: Any, hi: Any, partition: dict[str, str | None] | None = None) -> AddFile:
     stats = {"numRecords": 1, "minValues": {"c": lo}, "maxValues": {"c": hi}, "nullCount": {"c": 0}}
     return AddFile("f.parquet", partition or {}, 1, 0, stats=json.dumps(stats))
 

@@ -256,4 +256,4 @@ def test_unknown_type_names_raise_a_typed_error_naming_the_column(type_: Any, wh
 
 def test_geospatial_types_parse_by_name() -> None:
     assert parse_type("geometry(OGC:CRS84)") == PrimitiveType("geometry(OGC:CRS84)")
-    assert parse_type("geography(OGC:CRS84, spherical)").name.startswith("geography(")
+    assert parse_type("geography(OGC:CRS84, x)") == PrimitiveType("geography(OGC:CRS84, x)")

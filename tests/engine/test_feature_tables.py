@@ -187,9 +187,16 @@ def test_writes_to_variant_tables_are_refused_by_column(spark: Any, tmp_path: Pa
     shredded_table(spark, path)
     session = txsql.Session(spark=spark, warehouse=str(tmp_path))
     before = sorted(path.rglob("*"))
-    with pytest.raises(UnsupportedFeatureError, match=r"column v .*VARIANT.*variantType"):
-        session.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")
-    assert sorted(path.rglob("*")) == before
+    ref = f"delta.`{path}`"
+    for statement in (
+        f"DELETE FROM {ref} WHERE id = 1",
+        f"INSERT INTO {ref} SELECT * FROM {ref}",
+        f"INSERT OVERWRITE {ref} SELECT * FROM {ref}",
+        f"OPTIMIZE {ref}",
+    ):
+        with pytest.raises(UnsupportedFeatureError, match=r"column v .*VARIANT.*variantType"):
+            session.sql(statement)
+        assert sorted(path.rglob("*")) == before, statement  # nothing written, not even data
 
 
 def test_collations_fixture_reads_collated_string_types(spark: Any, fixtures_dir: Path) -> None:
@@ -201,6 +208,8 @@ def test_collations_fixture_reads_collated_string_types(spark: Any, fixtures_dir
         "unicode_col:string collate UNICODE>"
     )
     assert df.collect() == [] == duckdb_rows(str(path), 0, "*")
+    described = rows(session.sql(f"DESCRIBE TABLE delta.`{path}`"))
+    assert described[2][:2] == ("utf8_lcase_col", "string collate UTF8_LCASE")
 
 
 def test_collated_columns_compare_and_sort_under_their_collation(

@@ -8,7 +8,6 @@ writer when the table actually uses them (e.g. writer version 4 without CDF enab
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
@@ -16,10 +15,10 @@ from txsql.log import column_rules, properties
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.schema import PrimitiveType, StructType, parse_schema
 from txsql.log.type_features import (
-    check_readable_schema,
     check_storable,
     leaves,
     needed_features,
+    readable_schema,
     refuse_variant_write,
 )
 
@@ -141,19 +140,8 @@ def check_snapshot_readable(protocol: Protocol, metadata: Metadata) -> StructTyp
         The parsed schema (None when it does not parse: a scan reports that, naming the
         column; the log itself, its history and versions, stays readable).
     """
-    schema = _readable_schema(metadata.schema_string)
+    schema = readable_schema(metadata.schema_string)
     check_readable(protocol)
-    return schema
-
-
-@functools.lru_cache(maxsize=64)
-def _readable_schema(schema_string: str) -> StructType | None:
-    # Every statement takes a snapshot: check each schema text once, not every time.
-    try:
-        schema = parse_schema(schema_string)
-    except SchemaError:
-        return None  # malformed: the log stays readable (history); a scan reports it
-    check_readable_schema(schema)
     return schema
 
 

@@ -17,11 +17,19 @@ Types refused outright, by name:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
-from txsql.log.schema import ArrayType, DataType, MapType, PrimitiveType, StructType
+from txsql.log.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructType,
+    parse_schema,
+)
 from txsql.log.type_widening import TYPE_CHANGES_KEY, schema_changes
 
 # Spark keeps a string field's collation in the field metadata under this key.
@@ -110,6 +118,19 @@ def refuse_variant_write(column: str) -> None:
         hint="Write this table with Delta Spark, or store the value as a JSON STRING "
         "instead (to_json(v)) and parse it when reading (parse_json(s)).",
     )
+
+
+@functools.lru_cache(maxsize=64)
+def readable_schema(schema_string: str) -> StructType | None:
+    """``schema_string`` parsed and checked by :func:`check_readable_schema`; None when it
+    does not parse (the log stays readable, its history too; a scan reports the error).
+    Every statement takes a snapshot: each schema text is checked once, not every time."""
+    try:
+        schema = parse_schema(schema_string)
+    except SchemaError:
+        return None
+    check_readable_schema(schema)
+    return schema
 
 
 def check_readable_schema(schema: StructType) -> None:

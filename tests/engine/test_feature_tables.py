@@ -23,7 +23,7 @@ from tests.engine.feature_tables import (
     widened_table,
     write_log,
 )
-from tests.interop.readers import duckdb_rows
+from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.errors import UnsupportedFeatureError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import Column, Comparison, Literal
@@ -124,9 +124,10 @@ def test_unshredded_variant_fixture_reads_like_duckdb(
     assert df.schema["v"].dataType.typeName() == "variant"
     columns = df.columns
     assert variant_json(session, path, version, columns) == duckdb_json(path, version, columns)
-    # variant_get reads the same values DuckDB's struct access does.
+    # variant_get reads the key every row's JSON holds; deltalake reads the same ids.
     got = df.selectExpr("id", "variant_get(v, '$.key', 'bigint')").collect()
     assert all(r[0] == r[1] for r in got) and len(got) == 100 + version
+    assert sorted((r[0],) for r in got) == deltalake_rows(str(path), version, "id")
 
 
 SHREDDED = ['{"a": 1, "b": "x"}', '{"a": "str", "c": [1, 2]}', "7", '{"a": null}', "null"]
@@ -221,6 +222,7 @@ def test_collated_columns_compare_and_sort_under_their_collation(
     ref = f"delta.`{path}`"
     assert sorted(rows(session.sql(f"SELECT * FROM {ref}"))) == duckdb_rows(str(path), 0, "*")
     assert sorted(COLLATED_ROWS) == duckdb_rows(str(path), 0, "*")
+    assert sorted(COLLATED_ROWS) == deltalake_rows(str(path), 0, "*")
     # Binary collation would find only id 2, and only partition 'x'.
     assert sorted(rows(session.sql(f"SELECT id FROM {ref} WHERE name = 'ABC'"))) == [(1,), (2,)]
     assert sorted(rows(session.sql(f"SELECT id FROM {ref} WHERE k = 'x'"))) == [

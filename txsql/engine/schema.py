@@ -42,8 +42,10 @@ class ColumnInfo:
         logical_name: The name users see (and the schema JSON holds).
         physical_name: The name in Parquet files and ``partitionValues`` keys.
         logical_type: The Spark type with logical nested field names.
-        physical_type: The same type with physical nested field names.
+        physical_type: The same type with physical nested field names (what writes cast to).
         is_partition: True for partition columns (values live in the log, not the files).
+        read_type: ``physical_type`` as scans read it: decimals once widened from an
+            integer at a precision Spark reads old integer files with (:func:`read_decimal`).
     """
 
     logical_name: str
@@ -51,6 +53,7 @@ class ColumnInfo:
     logical_type: DataType
     physical_type: DataType
     is_partition: bool
+    read_type: DataType
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class TableSchema:
     def physical_read_schema(self) -> StructType:
         """The schema to read the data files with (physical names, no partition columns)."""
         return StructType(
-            [StructField(c.physical_name, c.physical_type, True) for c in self.data_columns]
+            [StructField(c.physical_name, c.read_type, True) for c in self.data_columns]
         )
 
     def logical_data_column(self, column: ColumnInfo, source: Column | None = None) -> Column:
@@ -84,7 +87,7 @@ class TableSchema:
         Spark applies to structs by position (so it works inside arrays and maps too).
         """
         expr = source if source is not None else F.col(quote(column.physical_name))
-        if column.physical_type != column.logical_type:
+        if column.read_type != column.logical_type:
             # Spark refuses casts to NOT NULL nested fields; the files were written under
             # the same constraint, so reading the fields as nullable loses nothing.
             expr = expr.cast(_nullable(column.logical_type))
@@ -108,35 +111,41 @@ def logical_schema(schema_json: Mapping[str, Any]) -> StructType:
     return result
 
 
-def physical_type(data_type: DataType, mode: str) -> DataType:
+def physical_type(data_type: DataType, mode: str, *, widen: bool = False) -> DataType:
     """``data_type`` with every nested struct field renamed to its physical name.
 
     Field metadata (which carries the physical names and type changes) must still be
     present, so pass types from :func:`spark_schema`, not from :func:`logical_schema`.
 
-    A decimal once widened from an integer is read at a precision the old files' ints fit
-    (:func:`read_decimal`); the scan casts it back to the table's type.
+    ``widen``: the scan's read type, where a decimal once widened from an integer is read
+    at a precision the old files' ints fit (:func:`read_decimal`) and cast back after.
     """
     if isinstance(data_type, StructType):
         return StructType(
             [
                 StructField(
                     physical_name(f.name, f.metadata, mode),
-                    _widened(physical_type(f.dataType, mode), f, "", f.name),
+                    _field_type(f, mode, widen),
                     f.nullable,
                 )
                 for f in data_type.fields
             ]
         )
     if isinstance(data_type, ArrayType):
-        return ArrayType(physical_type(data_type.elementType, mode), data_type.containsNull)
+        element = physical_type(data_type.elementType, mode, widen=widen)
+        return ArrayType(element, data_type.containsNull)
     if isinstance(data_type, MapType):
         return MapType(
-            physical_type(data_type.keyType, mode),
-            physical_type(data_type.valueType, mode),
+            physical_type(data_type.keyType, mode, widen=widen),
+            physical_type(data_type.valueType, mode, widen=widen),
             data_type.valueContainsNull,
         )
     return data_type
+
+
+def _field_type(f: StructField, mode: str, widen: bool) -> DataType:
+    renamed = physical_type(f.dataType, mode, widen=widen)
+    return _widened(renamed, f, "", f.name) if widen else renamed
 
 
 def read_decimal(data_type: DecimalType, digits: int, column: str) -> DecimalType:
@@ -236,8 +245,9 @@ def table_schema(
             logical_name=f.name,
             physical_name=physical_name(f.name, f.metadata, mode),
             logical_type=lf.dataType,
-            physical_type=_widened(physical_type(f.dataType, mode), f, "", f.name),
+            physical_type=_field_type(f, mode, widen=False),
             is_partition=f.name.lower() in by_lower,
+            read_type=_field_type(f, mode, widen=True),
         )
         for f, lf in zip(with_metadata.fields, logical.fields)
     )

@@ -24,7 +24,7 @@ from tests.engine.feature_tables import (
     write_log,
 )
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import UnsupportedFeatureError
+from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import Column, Comparison, Literal
 from txsql.planner.sql.predicates import prune_files
@@ -242,3 +242,21 @@ def test_geospatial_fixture_is_refused_by_column_and_feature(
     session = txsql.Session(spark=spark, warehouse=str(fixtures_dir))
     with pytest.raises(UnsupportedFeatureError, match=r"column geom .*geospatial"):
         session.table(str(fixtures_dir / MODERN / "table-with-geo")).to_spark(0)
+
+
+def test_unknown_types_and_features_are_typed_errors_naming_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    session = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    odd = tmp_path / "odd-type"
+    odd.mkdir()
+    write_log(odd, [[protocol([], ["appendOnly"]), metadata([field("c", "tensor(3)")], [])]])
+    with pytest.raises(SchemaError, match=r"column c: unknown data type 'tensor\(3\)'"):
+        session.sql(f"SELECT * FROM delta.`{odd}`").collect()
+    future = tmp_path / "future"
+    future.mkdir()
+    write_log(
+        future, [[protocol(["warpDrive"], ["warpDrive"]), metadata([field("c", "long")], [])]]
+    )
+    with pytest.raises(UnsupportedFeatureError, match="warpDrive"):
+        session.sql(f"SELECT * FROM delta.`{future}`").collect()

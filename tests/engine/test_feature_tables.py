@@ -260,3 +260,13 @@ def test_unknown_types_and_features_are_typed_errors_naming_them(
     )
     with pytest.raises(UnsupportedFeatureError, match="warpDrive"):
         session.sql(f"SELECT * FROM delta.`{future}`").collect()
+
+
+def test_a_collation_spark_does_not_know_is_a_typed_error(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bogus"
+    path.mkdir()
+    bogus = field("s", "string", {"__COLLATIONS": {"s": "icu.zz_QQ_bogus"}})
+    write_log(path, [[protocol([], ["collations", "domainMetadata"]), metadata([bogus], [])]])
+    session = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    with pytest.raises(SchemaError, match=r"column\(s\) s .*COLLATION_INVALID_NAME"):
+        session.table(str(path)).to_spark()

@@ -59,8 +59,6 @@ ALL_TABLES = sorted(
 REFUSED = {
     "delta-modern/catalog-owned-preview": "catalogManaged",  # a catalog owns its commits
     "delta-modern/table-with-geo": "geospatial",
-    "delta-modern/type-widening": "typeWidening-preview",
-    "delta-modern/unshredded-variant": "variantType-preview",
 }
 
 
@@ -82,11 +80,11 @@ def test_dv_fixture_protocol_is_readable_and_writable() -> None:
 
 
 def test_unknown_reader_features_listed_sorted() -> None:
-    protocol = Protocol(3, 7, ("zFeature", "deletionVectors", "typeWidening"), ())
+    protocol = Protocol(3, 7, ("zFeature", "deletionVectors", "geospatial"), ())
     with pytest.raises(UnsupportedFeatureError) as info:
         check_readable(protocol)
     message = str(info.value)
-    assert "typeWidening, zFeature" in message
+    assert "geospatial, zFeature" in message
     assert "deletionVectors" in info.value.hint  # says what txsql supports
     assert "deletionVectors," not in info.value.message
 
@@ -143,10 +141,9 @@ def test_legacy_writer_versions_depend_on_usage() -> None:
 
 
 def test_unknown_writer_features_refused_even_if_unused() -> None:
-    protocol = Protocol(
-        3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking", "clustering")
-    )
-    with pytest.raises(UnsupportedFeatureError, match="clustering, rowTracking"):
+    unknown = ("icebergCompatV1", "icebergWriterCompatV1")
+    protocol = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", *unknown))
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1, icebergWriterCompatV1"):
         check_writable(protocol, _meta())
 
 
@@ -172,7 +169,10 @@ def test_metadata_features_upgrade_the_protocol() -> None:
 
 
 def test_supported_sets_are_deliberate() -> None:
-    assert "typeWidening" not in READER_FEATURES_SUPPORTED
+    # Read-only features: old files are read at the widened type, VARIANT values are read.
+    for name in ("typeWidening", "typeWidening-preview", "variantType", "variantShredding"):
+        assert name in READER_FEATURES_SUPPORTED
+        assert name not in WRITER_FEATURES_SUPPORTED
     assert "columnMapping" in READER_FEATURES_SUPPORTED
     assert "columnMapping" in WRITER_FEATURES_SUPPORTED  # 'name' mode; 'id' is refused
     # Writer-only names never appear in reader lists.
@@ -204,7 +204,7 @@ def test_protocol_for_new_tables() -> None:
     "conf",
     [
         {"delta.columnMapping.mode": "id"},
-        {"delta.feature.rowTracking": "supported"},
+        {"delta.feature.icebergCompatV1": "supported"},
     ],
 )
 def test_new_table_with_unwritable_features_refused(conf: dict[str, str]) -> None:
@@ -212,10 +212,15 @@ def test_new_table_with_unwritable_features_refused(conf: dict[str, str]) -> Non
         protocol_for_new_table(conf)
 
 
+def test_row_tracking_property_lists_its_features() -> None:
+    # The high-water mark lives in a domain: both features, as Delta Spark lists them.
+    wanted = protocol_for_new_table({"delta.enableRowTracking": "true"})
+    assert wanted == Protocol(1, 7, None, ("domainMetadata", "rowTracking"))
+
+
 @pytest.mark.parametrize(
     ("key", "feature"),
     [
-        ("delta.enableRowTracking", "rowTracking"),
         ("delta.enableTypeWidening", "typeWidening"),
         ("delta.enableIcebergCompatV2", "icebergCompatV2"),
     ],

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import re
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from txsql.log.schema import (
     StructField,
     StructType,
     parse_schema,
+    parse_type,
     physical_name,
     schema_to_json,
 )
@@ -89,11 +91,6 @@ def test_fixture_schemas_found() -> None:
 
 @pytest.mark.parametrize(("where", "text"), SCHEMAS, ids=[w for w, _ in SCHEMAS])
 def test_fixture_schema_round_trips(where: str, text: str) -> None:
-    if "geometry(" in text or "geography(" in text:
-        # No geospatial types in txsql's schema model: refused, naming the type.
-        with pytest.raises(SchemaError, match="geometry"):
-            parse_schema(text)
-        return
     schema = parse_schema(text)
     assert json.loads(schema_to_json(schema)) == json.loads(text)
     assert schema.fields
@@ -240,3 +237,23 @@ def test_serialize_formats() -> None:
 def test_invalid_partition_values(text: str, type_: DataType) -> None:
     with pytest.raises(SchemaError):
         parse_partition_value(text, type_)
+
+
+@pytest.mark.parametrize(
+    ("type_", "where"),
+    [
+        ("foo", "column c: unknown data type 'foo'"),
+        ({"type": "struct", "fields": [{"name": "x", "type": "bar"}]}, "column c.x: unknown"),
+        ({"type": "mystery"}, "column c: unknown data type 'mystery'"),
+    ],
+)
+def test_unknown_type_names_raise_a_typed_error_naming_the_column(type_: Any, where: str) -> None:
+    text = json.dumps({"type": "struct", "fields": [{"name": "c", "type": type_}]})
+    with pytest.raises(SchemaError, match=re.escape(where)) as info:
+        parse_schema(text)
+    assert info.value.hint
+
+
+def test_geospatial_types_parse_by_name() -> None:
+    assert parse_type("geometry(OGC:CRS84)") == PrimitiveType("geometry(OGC:CRS84)")
+    assert parse_type("geography(OGC:CRS84, x)") == PrimitiveType("geography(OGC:CRS84, x)")

@@ -9,7 +9,12 @@ import pytest
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log.actions import Metadata, Protocol
-from txsql.log.features import check_writable, upgrade_for_metadata, upgrade_note
+from txsql.log.features import (
+    check_snapshot_readable,
+    check_writable,
+    upgrade_for_metadata,
+    upgrade_note,
+)
 from txsql.log.schema import parse_schema
 from txsql.log.type_features import check_storable, needed_features
 
@@ -109,3 +114,32 @@ def test_type_changes_need_type_widening_which_txsql_refuses() -> None:
     assert set(needed_features(parse_schema(metadata.schema_string))) == {"typeWidening"}
     with pytest.raises(UnsupportedFeatureError, match="typeWidening"):
         check_writable(upgrade_for_metadata(Protocol(1, 2), metadata), metadata)
+
+
+def test_geospatial_columns_are_refused_by_column_and_feature() -> None:
+    geo = Protocol(3, 7, ("geospatial",), ("geospatial",))
+    metadata = Metadata("id", schema(field("id", "long"), field("g", "geography(OGC:CRS84, x)")))
+    with pytest.raises(UnsupportedFeatureError, match=r"column g .*geospatial"):
+        check_snapshot_readable(geo, metadata)
+
+
+@pytest.mark.parametrize("collation", ["UTF8_LCASE", "spark", "acme.UTF8_LCASE", "a.b.c.d", 7])
+def test_unmappable_collations_are_refused_by_column(collation: Any) -> None:
+    metadata = Metadata("id", schema(field("s", "string", {"__COLLATIONS": {"s": collation}})))
+    with pytest.raises(SchemaError, match="column s has a collation"):
+        check_snapshot_readable(Protocol(1, 7, None, ("collations",)), metadata)
+
+
+def test_collated_tables_are_readable_with_versioned_ids() -> None:
+    collated = field("s", "string", {"__COLLATIONS": {"s": "icu.en_US.72"}})
+    check_snapshot_readable(Protocol(1, 7, None, ("collations",)), Metadata("id", schema(collated)))
+
+
+@pytest.mark.parametrize("feature", ["variantType", "variantType-preview"])
+def test_writes_to_variant_columns_are_refused_by_column_and_feature(feature: str) -> None:
+    nested = field("s", struct(field("v", "variant")))
+    metadata = Metadata("id", schema(field("id", "long"), nested))
+    protocol = Protocol(3, 7, (feature,), (feature,))
+    check_snapshot_readable(protocol, metadata)
+    with pytest.raises(UnsupportedFeatureError, match=r"column s\.v .*VARIANT .*variantType"):
+        check_writable(protocol, metadata)

@@ -34,6 +34,7 @@ from pyspark.sql.types import (
 )
 
 from txsql.engine.schema import physical_name
+from txsql.engine.spark_types import spark_schema
 from txsql.log.actions import Metadata
 from txsql.log.stats_json import encode_stats
 
@@ -49,7 +50,7 @@ def stats_leaves(
     """The (physical path, type) of every leaf column that gets stats, in schema order."""
     conf = metadata.configuration
     mode = conf.get("delta.columnMapping.mode", "none").lower()
-    schema = StructType.fromJson(schema_json)
+    schema = spark_schema(schema_json)
     partitions = {p.lower() for p in metadata.partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in partitions]
     leaves: list[tuple[tuple[str, ...], tuple[str, ...], DataType]] = []

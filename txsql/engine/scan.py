@@ -41,6 +41,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+from collections.abc import Iterator
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +65,7 @@ from txsql.engine.scan_files import (
     row_id_columns,
 )
 from txsql.engine.schema import TableSchema, table_schema
+from txsql.errors import SchemaError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -113,6 +116,17 @@ def scan_snapshot(
         snapshot.schema_json, snapshot.partition_columns, snapshot.column_mapping_mode
     )
     helpers = ScanHelpers.of(schema)
+    with _collations_checked(schema):
+        return _scan(spark, snapshot, schema, helpers, with_row_ids)
+
+
+def _scan(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    schema: TableSchema,
+    helpers: ScanHelpers,
+    with_row_ids: bool,
+) -> DataFrame:
     if not snapshot.files:
         return _empty(spark, schema, with_row_ids, helpers)
     files = [ScanFile(f, resolve_path(snapshot.table_root, f.path)) for f in snapshot.files]
@@ -161,6 +175,28 @@ def _plan_scan(
     elif constants:
         df = attach_constants(spark, df, scanned, layout)
     return select_output(df, layout, lookups)
+
+
+@contextlib.contextmanager
+def _collations_checked(schema: TableSchema) -> Iterator[None]:
+    """Spark knows a collation's name only when it first uses the type (here, planning the
+    scan); an id txsql mapped but Spark does not know (``icu.xx_YY``) is a typed error."""
+    try:
+        yield
+    except Exception as exc:
+        found = re.search(r"\[COLLATION_INVALID_NAME\][^\n]*", str(exc))
+        if found is None:
+            raise
+        collated = [
+            f"{c.logical_name} ({c.logical_type.simpleString()})"
+            for c in schema.columns
+            if "collate" in c.logical_type.simpleString()
+        ]
+        raise SchemaError(
+            f"column(s) {', '.join(collated)} use a collation Spark does not know: "
+            f"{found.group(0)}",
+            hint="Read this table with the engine that wrote it.",
+        ) from None
 
 
 def pushed_filters(df: DataFrame) -> list[str]:

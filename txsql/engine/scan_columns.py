@@ -62,7 +62,7 @@ def select_output(df: DataFrame, layout: ScanLayout, lookups: Mapping[str, str])
         if column.is_partition:
             helper = h.parts[partitions[column.logical_name]]
             texts.append(f"{lookups.get(helper, quote(helper))} AS {quote(column.logical_name)}")
-        elif column.physical_type == column.logical_type:
+        elif column.read_type == column.logical_type:
             texts.append(f"{quote(column.physical_name)} AS {quote(column.logical_name)}")
         else:  # nested fields renamed by a cast: see TableSchema.logical_data_column
             return df.select(_output_columns(layout, lookups))

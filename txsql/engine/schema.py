@@ -21,14 +21,17 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 
-from txsql.errors import SchemaError
+from txsql.engine.spark_types import MAX_DECIMAL_PRECISION, spark_schema
+from txsql.errors import SchemaError, UnsupportedFeatureError
+from txsql.log.type_widening import TYPE_CHANGES_KEY, integral_sources
 
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 FIELD_ID_KEY = "delta.columnMapping.id"
-# Field metadata that only matters to the log; scans return clean fields.
-_INTERNAL_METADATA_PREFIXES = ("delta.columnMapping.", "parquet.field.id")
+# Field metadata that only matters to the log; scans return clean fields (a type-change
+# history copied into a new table by CREATE TABLE AS SELECT would claim typeWidening).
+_INTERNAL_METADATA_PREFIXES = ("delta.columnMapping.", "parquet.field.id", TYPE_CHANGES_KEY)
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,10 @@ class ColumnInfo:
         logical_name: The name users see (and the schema JSON holds).
         physical_name: The name in Parquet files and ``partitionValues`` keys.
         logical_type: The Spark type with logical nested field names.
-        physical_type: The same type with physical nested field names.
+        physical_type: The same type with physical nested field names (what writes cast to).
         is_partition: True for partition columns (values live in the log, not the files).
+        read_type: ``physical_type`` as scans read it: decimals once widened from an
+            integer at a precision Spark reads old integer files with (:func:`read_decimal`).
     """
 
     logical_name: str
@@ -48,6 +53,7 @@ class ColumnInfo:
     logical_type: DataType
     physical_type: DataType
     is_partition: bool
+    read_type: DataType
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ class TableSchema:
     def physical_read_schema(self) -> StructType:
         """The schema to read the data files with (physical names, no partition columns)."""
         return StructType(
-            [StructField(c.physical_name, c.physical_type, True) for c in self.data_columns]
+            [StructField(c.physical_name, c.read_type, True) for c in self.data_columns]
         )
 
     def logical_data_column(self, column: ColumnInfo, source: Column | None = None) -> Column:
@@ -81,7 +87,7 @@ class TableSchema:
         Spark applies to structs by position (so it works inside arrays and maps too).
         """
         expr = source if source is not None else F.col(quote(column.physical_name))
-        if column.physical_type != column.logical_type:
+        if column.read_type != column.logical_type:
             # Spark refuses casts to NOT NULL nested fields; the files were written under
             # the same constraint, so reading the fields as nullable loses nothing.
             expr = expr.cast(_nullable(column.logical_type))
@@ -99,37 +105,96 @@ def quote(name: str) -> str:
 
 def logical_schema(schema_json: Mapping[str, Any]) -> StructType:
     """The table's logical Spark schema, without Delta's internal field metadata."""
-    parsed = StructType.fromJson(dict(schema_json))
+    parsed = spark_schema(schema_json)
     result = _strip_metadata(parsed)
     assert isinstance(result, StructType)
     return result
 
 
-def physical_type(data_type: DataType, mode: str) -> DataType:
+def physical_type(data_type: DataType, mode: str, *, widen: bool = False) -> DataType:
     """``data_type`` with every nested struct field renamed to its physical name.
 
-    Field metadata (which carries the physical names) must still be present, so pass types
-    from :meth:`StructType.fromJson`, not from :func:`logical_schema`.
+    Field metadata (which carries the physical names and type changes) must still be
+    present, so pass types from :func:`spark_schema`, not from :func:`logical_schema`.
+
+    ``widen``: the scan's read type, where a decimal once widened from an integer is read
+    at a precision the old files' ints fit (:func:`read_decimal`) and cast back after.
     """
     if isinstance(data_type, StructType):
         return StructType(
             [
                 StructField(
                     physical_name(f.name, f.metadata, mode),
-                    physical_type(f.dataType, mode),
+                    _field_type(f, mode, widen),
                     f.nullable,
                 )
                 for f in data_type.fields
             ]
         )
     if isinstance(data_type, ArrayType):
-        return ArrayType(physical_type(data_type.elementType, mode), data_type.containsNull)
+        element = physical_type(data_type.elementType, mode, widen=widen)
+        return ArrayType(element, data_type.containsNull)
     if isinstance(data_type, MapType):
         return MapType(
-            physical_type(data_type.keyType, mode),
-            physical_type(data_type.valueType, mode),
+            physical_type(data_type.keyType, mode, widen=widen),
+            physical_type(data_type.valueType, mode, widen=widen),
             data_type.valueContainsNull,
         )
+    return data_type
+
+
+def _field_type(f: StructField, mode: str, widen: bool) -> DataType:
+    renamed = physical_type(f.dataType, mode, widen=widen)
+    return _widened(renamed, f, "", f.name) if widen else renamed
+
+
+def read_decimal(data_type: DecimalType, digits: int, column: str) -> DecimalType:
+    """The type to read a DECIMAL(p, s) column with when some files hold it as an integer
+    needing ``digits`` integral digits (10 for INT32, 20 for INT64).
+
+    Spark's vectorized Parquet reader refuses INT32 -> DECIMAL(4, 1) (measured on 4.1:
+    FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH) but reads INT32 -> DECIMAL(11, 1)
+    and DECIMAL(4, 1) files -> DECIMAL(11, 1); every value fits the table's type again, so
+    the cast back loses nothing.
+
+    >>> read_decimal(DecimalType(4, 1), 10, "c")
+    DecimalType(11,1)
+    """
+    if data_type.precision - data_type.scale >= digits:
+        return data_type
+    precision = data_type.scale + digits
+    if precision > MAX_DECIMAL_PRECISION:
+        raise UnsupportedFeatureError(
+            f"column {column} was widened from an integer to {data_type.simpleString()}; "
+            "Spark cannot read the old integer files at that scale (table feature "
+            "typeWidening)",
+            hint="Read this table with Delta Spark, or rewrite the column's old files there.",
+        )
+    return DecimalType(precision, data_type.scale)
+
+
+def _widened(data_type: DataType, field: StructField, path: str, column: str) -> DataType:
+    """``data_type`` (a position of ``field``, ``path`` its ``fieldPath``) with decimals
+    widened from integers read by :func:`read_decimal`."""
+    digits = integral_sources(field.metadata, column) if field.metadata else {}
+    if not digits:
+        return data_type
+    return _widen_at(data_type, digits, path, column)
+
+
+def _widen_at(data_type: DataType, digits: dict[str, int], path: str, column: str) -> DataType:
+    def sub(name: str) -> str:
+        return f"{path}.{name}" if path else name
+
+    if isinstance(data_type, DecimalType) and path in digits:
+        return read_decimal(data_type, digits[path], column)
+    if isinstance(data_type, ArrayType):
+        element = _widen_at(data_type.elementType, digits, sub("element"), column)
+        return ArrayType(element, data_type.containsNull)
+    if isinstance(data_type, MapType):
+        key = _widen_at(data_type.keyType, digits, sub("key"), column)
+        value = _widen_at(data_type.valueType, digits, sub("value"), column)
+        return MapType(key, value, data_type.valueContainsNull)
     return data_type
 
 
@@ -165,7 +230,7 @@ def table_schema(
         SchemaError: If a partition column is not in the schema.
     """
     mode = mapping_mode.lower()
-    with_metadata = StructType.fromJson(dict(schema_json))
+    with_metadata = spark_schema(schema_json)
     logical = logical_schema(schema_json)
     by_lower = {p.lower() for p in partition_columns}
     names = {f.name.lower() for f in with_metadata.fields}
@@ -180,8 +245,9 @@ def table_schema(
             logical_name=f.name,
             physical_name=physical_name(f.name, f.metadata, mode),
             logical_type=lf.dataType,
-            physical_type=physical_type(f.dataType, mode),
+            physical_type=_field_type(f, mode, widen=False),
             is_partition=f.name.lower() in by_lower,
+            read_type=_field_type(f, mode, widen=True),
         )
         for f, lf in zip(with_metadata.fields, logical.fields)
     )

@@ -37,10 +37,11 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import DataType
 
 from txsql.engine.scan_files import sql_string
 from txsql.engine.schema import physical_name, quote
+from txsql.engine.spark_types import spark_schema
 from txsql.errors import (
     CheckConstraintViolationError,
     ConstraintViolationError,
@@ -91,7 +92,7 @@ def apply_write_rules(
     rules = column_rules(metadata)
     if rules.empty:
         return df
-    types = {f.name.lower(): f.dataType for f in StructType.fromJson(_schema(metadata)).fields}
+    types = {f.name.lower(): f.dataType for f in spark_schema(_schema(metadata)).fields}
     try:
         if rewrite:
             df = df.drop(*[c for c, _ in rules.generated if c.lower() in _lower(df.columns)])

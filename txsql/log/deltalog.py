@@ -137,7 +137,7 @@ class DeltaLog:
         else:
             snap, state, commit = built
         # Refuse before caching: a table we cannot read must never look readable.
-        features.check_readable(snap.protocol)
+        features.check_snapshot_readable(snap.protocol, snap.metadata)
         with self._lock:
             newest = self._cached.snapshot.version if self._cached else -1
             if commit is not None and snap.version >= newest:

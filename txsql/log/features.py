@@ -13,8 +13,14 @@ from collections.abc import Iterable, Mapping
 from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log import column_rules, properties, row_tracking
 from txsql.log.actions import Metadata, Protocol
-from txsql.log.schema import parse_schema
-from txsql.log.type_features import check_storable, needed_features
+from txsql.log.schema import PrimitiveType, StructType, parse_schema
+from txsql.log.type_features import (
+    check_storable,
+    leaves,
+    needed_features,
+    readable_schema,
+    refuse_variant_write,
+)
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -23,14 +29,17 @@ MAX_WRITER_VERSION = 7
 READER_WRITER_FEATURES = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
     | {"typeWidening", "typeWidening-preview", "variantType", "variantType-preview"}
-    | {"variantShredding-preview", "catalogManaged", "catalogOwned-preview"}
+    | {"variantShredding", "variantShredding-preview", "catalogManaged", "catalogOwned-preview"}
 )
 
 # Only what the reader really handles: DVs, name/id column mapping on read, V2 checkpoints
-# with sidecars, TIMESTAMP_NTZ columns, and vacuumProtocolCheck (a writer-side rule).
-# typeWidening is absent: files may hold narrower types than the schema says.
+# with sidecars, TIMESTAMP_NTZ columns, vacuumProtocolCheck (a writer-side rule), widened
+# types (old files read at the new type: txsql.engine.schema, txsql.log.type_widening) and
+# VARIANT columns, shredded or not (Spark 4.1's Parquet reader reassembles both).
 READER_FEATURES_SUPPORTED = frozenset(
     {"deletionVectors", "columnMapping", "v2Checkpoint", "timestampNtz", "vacuumProtocolCheck"}
+    | {"typeWidening", "typeWidening-preview", "variantType", "variantType-preview"}
+    | {"variantShredding", "variantShredding-preview"}
 )
 
 # changeDataFeed: DELETE/UPDATE/MERGE write ``cdc`` files (txsql.engine.changes).
@@ -108,7 +117,8 @@ def check_readable(protocol: Protocol) -> None:
     """Refuse tables whose reader version or reader features txsql cannot honour.
 
     >>> check_readable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)))
-    >>> check_readable(Protocol(3, 7, ("typeWidening",), ("typeWidening",)))  # doctest: +ELLIPSIS
+    >>> geo = ("geospatial",)
+    >>> check_readable(Protocol(3, 7, geo, geo))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     txsql.errors.UnsupportedFeatureError: this table needs reader features ...
     """
@@ -120,6 +130,19 @@ def check_readable(protocol: Protocol) -> None:
     unsupported = reader_features(protocol) - READER_FEATURES_SUPPORTED
     if unsupported:
         _refuse("reader features", unsupported, READER_FEATURES_SUPPORTED)
+
+
+def check_snapshot_readable(protocol: Protocol, metadata: Metadata) -> StructType | None:
+    """:func:`check_readable`, and refuse a schema txsql cannot read (a geospatial column,
+    an unknown type, a type change or collation it cannot map), naming the column first.
+
+    Returns:
+        The parsed schema (None when it does not parse: a scan reports that, naming the
+        column; the log itself, its history and versions, stays readable).
+    """
+    schema = readable_schema(metadata.schema_string)
+    check_readable(protocol)
+    return schema
 
 
 def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
@@ -161,6 +184,14 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     """
     check_readable(protocol)
     check_cdc_columns(metadata)
+    # Name the VARIANT column before the feature lists speak (variantType is read-only).
+    variants = [
+        path
+        for path, t, _ in leaves(parse_schema(metadata.schema_string))
+        if t == PrimitiveType("variant")
+    ]
+    if variants:
+        refuse_variant_write(variants[0])
     if protocol.min_writer_version > MAX_WRITER_VERSION:
         raise UnsupportedFeatureError(
             f"this table needs writer version {protocol.min_writer_version}; "

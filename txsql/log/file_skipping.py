@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from txsql.errors import SchemaError
+from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log.actions import AddFile
 from txsql.log.partition_values import parse_partition_value
 from txsql.log.predicate_values import (
@@ -43,9 +43,12 @@ from txsql.log.predicates import (
 from txsql.log.schema import (
     DataType,
     PrimitiveType,
+    StructField,
     StructType,
     physical_name,
 )
+from txsql.log.type_features import COLLATIONS_KEY
+from txsql.log.type_widening import exact_stats
 
 # --- "may some row match" on partition values + stats -------------------------------------
 
@@ -201,7 +204,12 @@ def may_match_file(
 
     def column_range(name: str) -> _Range:
         logical, dtype = field_type(schema, name)
-        key = physical_name(schema.field(logical), column_mapping_mode)
+        field = schema.field(logical)
+        key = physical_name(field, column_mapping_mode)
+        if field.metadata.get(COLLATIONS_KEY):
+            # Spark compares a collated column under its collation (UTF8_LCASE: 'a' = 'A');
+            # partition values and stats compare in binary: never skip on them.
+            return _Range(dtype)
         if logical.lower() in parts:
             values = add.partition_values
             text = values.get(key, values.get(logical)) if values else None
@@ -214,9 +222,18 @@ def may_match_file(
             return _Range(dtype, value, value, value is None, value is not None)
         if stats is None:
             return _Range(dtype)
+        if not _exact_bounds(field):  # bounds written at a narrower type: nulls only
+            return replace(_stats_range(stats, key, dtype, tight), lo=None, hi=None)
         return _stats_range(stats, key, dtype, tight)
 
     return _may_true(p, column_range)
+
+
+def _exact_bounds(field: StructField) -> bool:
+    try:
+        return exact_stats(field)
+    except UnsupportedFeatureError:  # the snapshot refuses such a schema; stay safe anyway
+        return False
 
 
 def _stats_range(stats: Mapping[str, Any], key: str, dtype: DataType, tight: bool) -> _Range:

@@ -20,8 +20,14 @@ PRIMITIVE_NAMES = frozenset(
     {"string", "long", "integer", "short", "byte", "float", "double", "boolean", "binary"}
     | {"date", "timestamp", "timestamp_ntz", "void", "null", "variant", "interval"}
 )
+_UNKNOWN = (
+    "txsql reads Delta's atomic, decimal, array, map, struct and variant types; read this "
+    "table with an engine that knows the type."
+)
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
 _COLLATED = re.compile(r"string collate \S+")
+# Geospatial types (feature ``geospatial``): ``geometry(<crs>)``, ``geography(<crs>, <alg>)``.
+_GEO = re.compile(r"(geometry|geography)\(.*\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +115,9 @@ def parse_type(value: Any) -> DataType:
             return DecimalType(int(m.group(1)), int(m.group(2)))
         if value.startswith("interval "):  # ANSI intervals: "interval day to second"
             return PrimitiveType(value)
-        raise SchemaError(f"unknown data type {value!r} in the table schema")
+        if _GEO.fullmatch(value):  # kept by name: readers refuse it (type_features)
+            return PrimitiveType(value)
+        raise SchemaError(f"unknown data type {value!r} in the table schema", hint=_UNKNOWN)
     if not isinstance(value, dict):
         raise SchemaError(f"invalid data type {value!r} in the table schema")
     try:
@@ -128,13 +136,20 @@ def parse_type(value: Any) -> DataType:
             return parse_type(value["sqlType"])
     except (KeyError, TypeError) as exc:
         raise SchemaError(f"malformed data type {value!r:.200}: missing {exc}") from exc
-    raise SchemaError(f"unknown data type {kind!r} in the table schema")
+    raise SchemaError(f"unknown data type {kind!r} in the table schema", hint=_UNKNOWN)
 
 
 def _parse_field(obj: dict[str, Any]) -> StructField:
+    try:
+        data_type = parse_type(obj["type"])
+    except SchemaError as exc:
+        # Name the column: "column s.x: unknown data type 'foo'" says where to look.
+        inner = exc.message.removeprefix("column ")
+        sep = "." if inner is not exc.message else ": "
+        raise SchemaError(f"column {obj.get('name')}{sep}{inner}", hint=exc.hint) from None
     return StructField(
         obj["name"],
-        parse_type(obj["type"]),
+        data_type,
         bool(obj.get("nullable", True)),
         dict(obj.get("metadata") or {}),
     )

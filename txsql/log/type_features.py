@@ -17,16 +17,25 @@ Types refused outright, by name:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
-from txsql.log.schema import ArrayType, DataType, MapType, PrimitiveType, StructType
+from txsql.log.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructType,
+    parse_schema,
+)
+from txsql.log.type_widening import TYPE_CHANGES_KEY, schema_changes
 
 # Spark keeps a string field's collation in the field metadata under this key.
 COLLATIONS_KEY = "__COLLATIONS"
-# Delta records a column's type changes (type widening) in its field metadata.
-TYPE_CHANGES_KEY = "delta.typeChanges"
+# Collation ids are ``provider.name[.version]``; Spark knows these providers.
+COLLATION_PROVIDERS = ("spark", "icu")
 
 # Feature each type needs, and how the type is spelled for a user.
 _TYPE_FEATURES = {"timestamp_ntz": ("timestampNtz", "TIMESTAMP_NTZ")}
@@ -81,12 +90,7 @@ def check_storable(schema: StructType) -> None:
     for path, t, meta in leaves(schema):
         name = t.name if isinstance(t, PrimitiveType) else ""
         if name == "variant":
-            raise UnsupportedFeatureError(
-                f"column {path} has type VARIANT, which txsql cannot write: Spark writes "
-                "variants shredded, which needs Delta's variantShredding table feature",
-                hint="Store the value as a JSON STRING instead (to_json(v)), and parse it "
-                "when reading (parse_json(s)).",
-            )
+            refuse_variant_write(path)
         if name.startswith("interval") or name in ("void", "null"):
             raise SchemaError(
                 f"column {path} has type {name.upper()}, which a Delta table cannot store",
@@ -102,3 +106,82 @@ def check_storable(schema: StructType) -> None:
                 hint="Drop the COLLATE clause (CAST(c AS STRING)) so the column holds plain "
                 "strings.",
             )
+
+
+def refuse_variant_write(column: str) -> None:
+    """Refuse a write to (or of) VARIANT column ``column``: txsql reads VARIANT values but
+    never writes them (Spark 4 writes variants shredded unless told otherwise, which is
+    Delta's variantShredding feature, not plain variantType)."""
+    raise UnsupportedFeatureError(
+        f"column {column} has type VARIANT (table feature variantType): txsql reads VARIANT "
+        "columns but does not write them",
+        hint="Write this table with Delta Spark, or store the value as a JSON STRING "
+        "instead (to_json(v)) and parse it when reading (parse_json(s)).",
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def readable_schema(schema_string: str) -> StructType | None:
+    """``schema_string`` parsed and checked by :func:`check_readable_schema`; None when it
+    does not parse (the log stays readable, its history too; a scan reports the error).
+    Every statement takes a snapshot: each schema text is checked once, not every time."""
+    try:
+        schema = parse_schema(schema_string)
+    except SchemaError:
+        return None
+    check_readable_schema(schema)
+    return schema
+
+
+def check_readable_schema(schema: StructType) -> None:
+    """Refuse a schema txsql cannot read, naming the column and the reason.
+
+    Raises:
+        UnsupportedFeatureError: a geospatial column (Spark 4.1 keeps its geometry and
+            geography types disabled), or a type change txsql does not know.
+        SchemaError: a collation id that is not ``provider.name[.version]`` of a provider
+            Spark knows.
+    """
+    for path, t, meta in leaves(schema):
+        name = t.name if isinstance(t, PrimitiveType) else ""
+        if name.startswith(("geometry(", "geography(")):
+            raise UnsupportedFeatureError(
+                f"column {path} has type {name} (table feature geospatial), which txsql "
+                "cannot read: Spark 4.1 keeps its geospatial types disabled",
+                hint="Read this table with an engine that supports geospatial columns, or "
+                "select the other columns there.",
+            )
+        collations = meta.get(COLLATIONS_KEY) if isinstance(meta, dict) else None
+        if collations is not None:
+            collation_names(collations, path)
+    for _ in schema_changes(schema):  # raises on a change txsql cannot read
+        pass
+
+
+def collation_names(collations: Any, column: str) -> dict[str, str]:
+    """A field's ``__COLLATIONS`` map as path -> Spark collation name (``spark.UTF8_LCASE``
+    -> ``UTF8_LCASE``, ``icu.de_DE.72`` -> ``de_DE``).
+
+    >>> collation_names({"c": "spark.UTF8_LCASE", "c.element": "icu.UNICODE"}, "c")
+    {'c': 'UTF8_LCASE', 'c.element': 'UNICODE'}
+
+    Raises:
+        SchemaError: not a map of strings, or an id txsql cannot map.
+    """
+    if not isinstance(collations, dict):
+        raise _bad_collation(column, f"{COLLATIONS_KEY} is not a map: {collations!r:.80}")
+    names: dict[str, str] = {}
+    for key, value in collations.items():
+        parts = value.split(".") if isinstance(value, str) else []
+        if len(parts) not in (2, 3) or parts[0].lower() not in COLLATION_PROVIDERS:
+            raise _bad_collation(column, f"collation id {value!r:.80} for {key}")
+        names[str(key)] = parts[1]
+    return names
+
+
+def _bad_collation(column: str, what: str) -> SchemaError:
+    return SchemaError(
+        f"column {column} has a collation txsql cannot map to Spark's: {what} (ids are "
+        f"provider.name[.version], providers {', '.join(COLLATION_PROVIDERS)})",
+        hint="Read this table with the engine that wrote it.",
+    )

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from txsql.engine.spark_types import spark_schema
 from txsql.errors import (
     ConstraintDefinitionError,
     GeneratedColumnMismatchError,
@@ -274,7 +275,7 @@ def check_default(ctx: RunContext, schema_json: dict[str, Any], column: str, sql
         ConstraintDefinitionError: it reads columns, does not parse, or cannot be cast.
     """
 
-    types = {f.name.lower(): f.dataType for f in StructType.fromJson(schema_json).fields}
+    types = {f.name.lower(): f.dataType for f in spark_schema(schema_json).fields}
     try:
         # A one-row relation with no nameable column: a default that reads a column fails.
         value = ctx.spark.sql("SELECT 1").select(F.expr(sql).cast(types[column.lower()]))

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StructField
 
 from txsql.engine.scan_columns import sql_type
 from txsql.engine.schema import quote
+from txsql.engine.spark_types import spark_schema
 from txsql.errors import IdentityColumnError, SchemaError
 from txsql.log.column_rules import DEFAULT_KEY, GENERATION_KEY, identity_of
 
@@ -40,7 +41,7 @@ def conform_to_schema(
         IdentityColumnError: ``inserting`` new rows with a value for a GENERATED ALWAYS
             identity column (UPDATE and MERGE rewrite rows that already have theirs).
     """
-    schema = StructType.fromJson(schema_json)
+    schema = spark_schema(schema_json)
     target_names = [f.name for f in schema.fields]
     # Query columns are matched by position, as Spark does. Duplicate output names
     # (INSERT ... SELECT 2, 'c', 2) would be ambiguous: only then rename them all.
@@ -98,7 +99,7 @@ def typed_columns(schema_json: dict[str, Any], values: Mapping[str, str]) -> lis
     text by column name; a column not there keeps the column of that name) to its type.
     UPDATE selects these in the projection that computes the new values, where
     :func:`conform_to_schema` would cost a projection (an analysis) of its own."""
-    fields = StructType.fromJson(schema_json).fields
+    fields = spark_schema(schema_json).fields
     return [cast_to_column(values.get(f.name, quote(f.name)), f) for f in fields]
 
 

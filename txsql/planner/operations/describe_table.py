@@ -13,8 +13,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from pyspark.sql.types import _parse_datatype_json_value  # local: pyspark is heavy
-
+from txsql.engine.spark_types import spark_schema
 from txsql.log import features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
@@ -38,7 +37,10 @@ def type_string(field: dict[str, Any]) -> str:
     if declared:
         return str(declared)
 
-    return str(_parse_datatype_json_value(field["type"]).simpleString())
+    # Through txsql's mapping: a collated string prints as ``string collate UTF8_LCASE``.
+    return str(
+        spark_schema({"type": "struct", "fields": [field]}).fields[0].dataType.simpleString()
+    )
 
 
 def run_describe_table(ctx: RunContext, statement: DescribeTable, text: str) -> Result:

@@ -33,6 +33,7 @@ from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
+from txsql.log import features
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
@@ -76,6 +77,9 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     txn = ctx.transaction(log)
     snapshot = txn.current_snapshot()
     assert snapshot is not None
+    # Refused by name before any file is written (a VARIANT column, a feature txsql
+    # does not write), not after at the commit.
+    features.check_writable(snapshot.protocol, snapshot.metadata)
     predicate = _partition_predicate(statement, snapshot)
     zorder = _zorder_columns(statement, snapshot)
     considered = files_in_partitions(snapshot, predicate)

@@ -29,6 +29,7 @@ from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
+from txsql.log import features
 from txsql.log.actions import AddFile
 from txsql.log.predicates import (
     TRUE,
@@ -72,6 +73,9 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
     txn = ctx.transaction(log)
     snapshot = txn.current_snapshot()
     assert snapshot is not None
+    # Refused by name before any file is written (a VARIANT column, a feature txsql
+    # does not write), not after at the commit.
+    features.check_writable(snapshot.protocol, snapshot.metadata)
     table = statement.target.display
     query = statement.query
     if isinstance(query, exp.Values):

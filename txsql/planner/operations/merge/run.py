@@ -42,9 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.types import StructType
-
 from txsql.engine.changes import cdf_enabled
+from txsql.engine.spark_types import spark_schema
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
 from txsql.log import features
@@ -288,7 +287,7 @@ def _persisted_join(
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:
-    schema = StructType.fromJson(snapshot.schema_json)
+    schema = spark_schema(snapshot.schema_json)
     return {f.name: f.dataType.simpleString() for f in schema.fields}
 
 

@@ -170,9 +170,11 @@ def test_metadata_features_upgrade_the_protocol() -> None:
 
 def test_supported_sets_are_deliberate() -> None:
     # Read-only features: old files are read at the widened type, VARIANT values are read.
-    for name in ("typeWidening", "typeWidening-preview", "variantType", "variantShredding"):
+    for name in ("typeWidening", "typeWidening-preview", "variantShredding"):
         assert name in READER_FEATURES_SUPPORTED
         assert name not in WRITER_FEATURES_SUPPORTED
+    # Listed but unused (deltalake's DV tables): writable; a VARIANT column is refused.
+    assert "variantType" in READER_FEATURES_SUPPORTED & WRITER_FEATURES_SUPPORTED
     assert "columnMapping" in READER_FEATURES_SUPPORTED
     assert "columnMapping" in WRITER_FEATURES_SUPPORTED  # 'name' mode; 'id' is refused
     # Writer-only names never appear in reader lists.

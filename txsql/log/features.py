@@ -44,12 +44,14 @@ READER_FEATURES_SUPPORTED = frozenset(
 
 # changeDataFeed: DELETE/UPDATE/MERGE write ``cdc`` files (txsql.engine.changes).
 # Constraints, NOT NULL/invariants, generated, identity and default columns are enforced
-# on every write (txsql.engine.write_rules).
+# on every write (txsql.engine.write_rules). variantType imposes nothing on a writer while
+# no column is a VARIANT (deltalake lists it on every DV table it creates); a VARIANT
+# column itself is refused by name in check_writable.
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
-    | {"txsqlMultiTableTransactions", "rowTracking"}
+    | {"txsqlMultiTableTransactions", "rowTracking", "variantType", "variantType-preview"}
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The

@@ -25,11 +25,12 @@ from txsql.log.type_features import (
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
 
+CATALOG_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})  # Delta's RFC
 # Features that live in both lists of a version 3/7 protocol (PROTOCOL.md appendix).
-READER_WRITER_FEATURES = frozenset(
+READER_WRITER_FEATURES = CATALOG_FEATURES | frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"}
     | {"typeWidening", "typeWidening-preview", "variantType", "variantType-preview"}
-    | {"variantShredding", "variantShredding-preview", "catalogManaged", "catalogOwned-preview"}
+    | {"variantShredding", "variantShredding-preview"}
 )
 
 # Only what the reader really handles: DVs, name/id column mapping on read, V2 checkpoints
@@ -44,9 +45,8 @@ READER_FEATURES_SUPPORTED = frozenset(
 
 # changeDataFeed: DELETE/UPDATE/MERGE write ``cdc`` files (txsql.engine.changes).
 # Constraints, NOT NULL/invariants, generated, identity and default columns are enforced
-# on every write (txsql.engine.write_rules). variantType imposes nothing on a writer while
-# no column is a VARIANT (deltalake lists it on every DV table it creates); a VARIANT
-# column itself is refused by name in check_writable.
+# on every write (txsql.engine.write_rules). variantType binds no writer while no column
+# is a VARIANT (deltalake lists it on every DV table); VARIANT columns: check_writable.
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
@@ -56,8 +56,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
 # property turns it on; the writer-only feature makes writers that do not know it
-# (deltalake, Delta Spark) refuse to commit behind the coordinator's back. Not a reader
-# feature: every reader reads.
+# (deltalake, Delta Spark) refuse to commit behind the coordinator's back (writer-only).
 MULTI_TABLE_PROPERTY = "txsql.multiTableTransactions"
 MULTI_TABLE_FEATURE = "txsqlMultiTableTransactions"
 
@@ -130,6 +129,13 @@ def check_readable(protocol: Protocol) -> None:
             f"txsql reads versions up to {MAX_READER_VERSION}"
         )
     unsupported = reader_features(protocol) - READER_FEATURES_SUPPORTED
+    owned = sorted(unsupported & CATALOG_FEATURES)
+    if owned:
+        raise UnsupportedFeatureError(
+            f"a catalog owns this table's commits ({', '.join(owned)}): the log alone may "
+            "miss its newest commits, and a commit written there would bypass the catalog",
+            hint="Use this table through its catalog (Delta Spark, Databricks).",
+        )
     if unsupported:
         _refuse("reader features", unsupported, READER_FEATURES_SUPPORTED)
 

@@ -9,11 +9,13 @@ scenario runs under the isolation levels it names and in both conflict modes:
 ``delta`` (``txsql.rowLevelConcurrency=false``: Delta Spark's file-level checker) and
 ``txsql`` (the default on DV tables: partition + stats + row-level scoping). The expected
 outcome is Delta's, except for scenarios 32-33 where txsql's row-level rule deliberately
-differs (see their comments); 38 documents a feature txsql refuses to write.
+differs (see their comments); 38 runs on a row-tracking table.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,8 +33,8 @@ from txsql.errors import (
     ConcurrentTransactionError,
     MetadataChangedError,
     ProtocolChangedError,
-    UnsupportedFeatureError,
 )
+from txsql.log import row_tracking
 from txsql.log.actions import AddFile, DomainMetadata, Metadata, RemoveFile, SetTransaction
 from txsql.log.codec import encode_commit
 from txsql.log.predicates import TRUE, And, Column, Comparison, In, Literal, LiteralValue, Or
@@ -564,13 +566,14 @@ def s37(lab: Lab) -> Transaction:
     return ours
 
 
-# Scenario 38: row tracking is a writer feature txsql does not implement; instead of
-# writing overlapping row ids it refuses the table. The concurrent-INSERT half of the
-# scenario (two blind appends both commit) is scenario 1a; here: the refusal.
-@scenario(38, ANY, UnsupportedFeatureError)
+# Scenario 38: two INSERTs into a row-tracking table race; both commit, and the loser's
+# row ids are assigned again above the winner's high-water mark (no id handed out twice;
+# checked after the commit in test_scenario).
+@scenario(38, ANY, None)
 def s38(lab: Lab) -> Transaction:
     ours = lab.txn()
     ours.stage([lab.file("mine", range(3))])
+    lab.commit([lab.file("theirs", range(10, 14))], "WRITE", blind=True)
     return ours
 
 
@@ -668,8 +671,7 @@ def test_scenario(sc: Scenario, level: str, mode: str, expected: Outcome) -> Non
         row_level=(mode == "txsql"),
     )
     if sc.number == 38:
-        # A table another engine created with row tracking: txsql must refuse to write it.
-        # (written raw: txsql itself refuses to commit it).
+        # A table another engine created with row tracking (its protocol written raw).
         upgrade = encode_commit([lab.with_features("rowTracking", "domainMetadata")])
         lab.log.store.write_if_absent(1, upgrade)
     ours = sc.run(lab)
@@ -685,6 +687,8 @@ def test_scenario(sc: Scenario, level: str, mode: str, expected: Outcome) -> Non
         # row we deleted still existed after the winner, and nothing else changed.
         assert not deleted - rows_before, "we deleted rows the winner had already deleted"
         assert lab.table_rows() == rows_before - deleted + added
+        if sc.number == 38:
+            _assert_row_ids_unique(lab)
     else:
         with pytest.raises(expected) as info:
             ours.commit("TEST")
@@ -693,6 +697,18 @@ def test_scenario(sc: Scenario, level: str, mode: str, expected: Outcome) -> Non
         if isinstance(info.value, CommitConflictError):
             assert info.value.winning_version == before
             assert info.value.rule and info.value.hint
+
+
+def _assert_row_ids_unique(lab: Lab) -> None:
+    """Every live file's fresh row ids are disjoint and below the high-water mark."""
+    snapshot = lab.log.snapshot()
+    spans = []
+    for f in snapshot.files:
+        assert f.base_row_id is not None, f.path
+        spans.append((f.base_row_id, f.base_row_id + json.loads(f.stats or "")["numRecords"] - 1))
+    spans.sort()
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans)), spans
+    assert row_tracking.high_water_mark(snapshot.domains.values()) >= spans[-1][1]
 
 
 @pytest.mark.parametrize("level", ANY)

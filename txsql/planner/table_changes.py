@@ -10,7 +10,6 @@ change rows before Spark runs the query, like any txsql table reference.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from typing import TYPE_CHECKING, Union
 
 from sqlglot import exp
@@ -21,6 +20,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.history import commit_timestamps
 from txsql.planner.catalog import sql_string, timestamp_ms
 from txsql.planner.context import RunContext
+from txsql.planner.dml.frames import Frames
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef
@@ -83,8 +83,9 @@ def _version_at(log: DeltaLog, ms: int, *, is_start: bool) -> int:
     return earlier[-1]
 
 
-def substitute_table_changes(ctx: RunContext, query: exp.Expr) -> exp.Expr:
-    """Replace each ``table_changes(...)`` in ``query`` by a temp view over its rows."""
+def substitute_table_changes(ctx: RunContext, query: exp.Expr, frames: Frames) -> exp.Expr:
+    """Replace each ``table_changes(...)`` in ``query`` by a placeholder bound in ``frames``
+    to a DataFrame of its rows."""
     query = query.copy()
     for table in list(query.find_all(exp.Table)):
         call = table.this
@@ -92,11 +93,7 @@ def substitute_table_changes(ctx: RunContext, query: exp.Expr) -> exp.Expr:
             continue
         ref, start, end = _arguments(call)
         df = changes_dataframe(ctx, ref, start, end)
-        view = f"txsql_changes_{uuid.uuid4().hex[:16]}"
-        df.createOrReplaceTempView(view)
-        replacement = exp.to_table(view)
-        replacement.set("alias", exp.TableAlias(this=exp.to_identifier(table.alias or FUNCTION)))
-        table.replace(replacement)
+        table.replace(frames.bind(df, table.alias or FUNCTION))
     return query
 
 

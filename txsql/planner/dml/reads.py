@@ -1,14 +1,13 @@
-"""Reading txsql tables in SQL: each becomes a temp view over its snapshot, Spark runs the rest.
+"""Reading txsql tables in SQL: each becomes a DataFrame over its snapshot, Spark runs the rest.
 
 Joins between txsql tables, Spark tables and temp views (e.g. notebook DataFrames) just work
-because Spark sees only views.
+because Spark sees only tables it knows: the txsql ones are bound as DataFrames
+(:mod:`txsql.planner.dml.frames`), which leaves nothing in Spark's catalog.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import uuid
 from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
@@ -19,7 +18,7 @@ from txsql.errors import SqlError
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.sql.dialect import SPARK
+from txsql.planner.dml.frames import Frames
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.predicates import prune_files, to_predicate
 from txsql.planner.sql.refs import TableRef
@@ -41,19 +40,23 @@ def query_dataframe(
     Reads of the table ``txn`` (or the open explicit transaction) writes see its snapshot
     with staged writes, and join its read set.
     """
-    # table_changes(...) first: its rows become a temp view (SELECT, MERGE ... USING).
-    rewritten, versions = substitute_tables(ctx, substitute_table_changes(ctx, query), txn)
-    return ctx.spark.sql(rewritten.sql(SPARK)), versions
+    frames = Frames()
+    # table_changes(...) first: its rows become a DataFrame too (SELECT, MERGE ... USING).
+    query = substitute_table_changes(ctx, query, frames)
+    rewritten, versions = substitute_tables(ctx, query, frames, txn)
+    return frames.sql(ctx.spark, rewritten), versions
 
 
 def substitute_tables(
     ctx: RunContext,
     query: exp.Expr,
+    frames: Frames,
     txn: Transaction | None = None,
     *,
     open_views: frozenset[str] = frozenset(),
 ) -> tuple[exp.Expr, dict[str, int]]:
-    """Replace each txsql table in ``query`` by a temp view over its snapshot."""
+    """Replace each txsql table in ``query`` by a placeholder bound in ``frames`` to a scan
+    of its snapshot."""
     if txn is None and ctx.explicit is not None:
         txn = ctx.explicit.txn
     query = query.copy()
@@ -65,20 +68,17 @@ def substitute_tables(
             view = ctx.catalog.views.get(ref.name.lower())
             if view is not None and not table.args.get("db"):
                 # A txsql temp view: its text, resolved again now (latest versions).
-                subquery = expand_view(ctx, ref.name, view, table, txn, versions, open_views)
+                subquery = expand_view(
+                    ctx, ref.name, view, table, frames, txn, versions, open_views
+                )
                 table.replace(subquery)
                 continue
         if ref.name is not None and (ref.name.lower() in cte_names or not is_txsql(ctx, ref)):
             continue  # a CTE, Spark table or temp view: Spark resolves it
         snapshot = _read_snapshot(ctx, ref, txn, table)
-        view = _view_name(snapshot.table_root, snapshot.version, id(snapshot))
-        scan_snapshot(ctx.spark, snapshot).createOrReplaceTempView(view)
         versions[ref.display] = snapshot.version
         alias = table.alias or (ref.name.split(".")[-1] if ref.name else None)
-        replacement = exp.to_table(view)
-        if alias:
-            replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        table.replace(replacement)
+        table.replace(frames.bind(scan_snapshot(ctx.spark, snapshot), alias))
     return query, versions
 
 
@@ -87,6 +87,7 @@ def expand_view(
     name: str,
     view: exp.Expr,
     table: exp.Table,
+    frames: Frames,
     txn: Transaction | None,
     versions: dict[str, int],
     open_views: frozenset[str] = frozenset(),
@@ -108,7 +109,7 @@ def expand_view(
             f"time travel on view {name} is not supported",
             hint="Put VERSION AS OF on the tables inside the view's query instead.",
         )
-    inner, inner_versions = substitute_tables(ctx, view, txn, open_views=open_views | {key})
+    inner, inner_versions = substitute_tables(ctx, view, frames, txn, open_views=open_views | {key})
     versions.update(inner_versions)
     alias = table.alias or name
     return exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -192,21 +193,18 @@ def _matched_rows(
     level). None (rows unknown: file-level checks) when more than
     :data:`MAX_TRACKED_READ_ROWS` match or Spark cannot evaluate the condition here.
     """
-    view = f"txsql_read_{uuid.uuid4().hex[:12]}"
-    alias = table.alias or table.name
-    scan_snapshot(spark, snapshot, with_row_ids=True).createOrReplaceTempView(view)
+    frames = Frames()
+    scan = frames.bind(scan_snapshot(spark, snapshot, with_row_ids=True), table.alias or table.name)
     file_column, row_column = snapshot_row_ids(snapshot)  # never a user column's name
     query = (
         exp.select(exp.column(file_column, quoted=True), exp.column(row_column, quoted=True))
-        .from_(exp.to_table(view).as_(alias))
+        .from_(scan)
         .where(condition.copy())
     )
     try:
-        found = spark.sql(query.sql(SPARK)).limit(MAX_TRACKED_READ_ROWS + 1).collect()
+        found = frames.sql(spark, query).limit(MAX_TRACKED_READ_ROWS + 1).collect()
     except Exception:
         return None  # e.g. a user column named like a hidden one: stay at file level
-    finally:
-        spark.catalog.dropTempView(view)
     if len(found) > MAX_TRACKED_READ_ROWS:
         return None
     rows: dict[str, BitMap64] = {}
@@ -237,10 +235,3 @@ def _scoped_predicate(table: exp.Table, snapshot: Snapshot, ref: TableRef) -> Pr
         if column.name.lower() not in names:
             return None
     return to_predicate(condition, schema, tuple(qualifiers))
-
-
-def _view_name(table_root: str, version: int, snapshot_id: int) -> str:
-    # A snapshot with staged writes shares its version with the committed one: the object
-    # id keeps their views apart.
-    digest = hashlib.sha1(f"{table_root}:{snapshot_id}".encode()).hexdigest()[:12]
-    return f"txsql_{digest}_v{version}"

@@ -8,9 +8,8 @@ plan which files to read, and build the Spark DataFrame of matching rows with th
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -27,10 +26,10 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate, is_deterministic
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
+from txsql.planner.dml.frames import Frames
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.rewrite import commit_result
 from txsql.planner.metrics import OperationMetrics
-from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.predicates import FilePlan, plan_files, predicate_sql, to_predicate
 from txsql.planner.sql.refs import TableRef
 from txsql.result import Result
@@ -51,7 +50,6 @@ class DmlTarget:
         txn: The transaction to stage into (None when only explaining).
         condition: The WHERE clause (None: every row).
         predicate: ``condition`` in the predicate model.
-        views: Temp views created for this statement (dropped by :meth:`close`).
     """
 
     ctx: RunContext
@@ -61,7 +59,6 @@ class DmlTarget:
     txn: Transaction | None
     condition: exp.Expr | None
     predicate: Predicate
-    views: list[str] = field(default_factory=list)
 
     @property
     def display(self) -> str:
@@ -100,25 +97,16 @@ class DmlTarget:
         ``extra`` adds named expressions (UPDATE's SET values) evaluated on the same rows.
         """
         spark = self.ctx.spark
-        view = f"txsql_dml_{uuid.uuid4().hex[:16]}"
+        frames = Frames()
         scan = scan_snapshot(spark, replace(self.snapshot, files=tuple(files)), with_row_ids=True)
-        scan.createOrReplaceTempView(view)
-        self.views.append(view)
-        table = exp.to_table(view)
-        table.set("alias", exp.TableAlias(this=exp.to_identifier(self.alias)))
+        table = frames.bind(scan, self.alias)
         columns: list[exp.Expr] = [exp.Star()]
         columns += [exp.alias_(value.copy(), name, quoted=True) for name, value in extra]
         query = exp.select(*columns).from_(table)
         if self.condition is not None:
             query = query.where(self.condition.copy())
-        rewritten, _ = substitute_tables(self.ctx, query, self.txn)
-        return spark.sql(rewritten.sql(SPARK))
-
-    def close(self) -> None:
-        """Drop this statement's temp views (after its Spark jobs ran)."""
-        for view in self.views:
-            self.ctx.spark.catalog.dropTempView(view)
-        self.views.clear()
+        rewritten, _ = substitute_tables(self.ctx, query, frames, self.txn)
+        return frames.sql(spark, rewritten)
 
 
 def open_target(

@@ -17,7 +17,7 @@ from typing import Any
 
 from txsql.engine.charvarchar import length_metadata
 from txsql.errors import InvalidTablePropertyError, SchemaError
-from txsql.log import features, properties, row_tracking
+from txsql.log import features, properties, protocol_upgrade, row_tracking
 from txsql.log.actions import Action, Metadata, Protocol
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
@@ -75,7 +75,7 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
         upgraded = apply_protocol_versions(upgraded, requested, new_metadata)
     # A table whose column types lack their feature (written before txsql listed it) is
     # repaired by any property change, as a CREATE would have listed it.
-    upgraded = features.upgrade_for_metadata(upgraded, new_metadata)
+    upgraded = protocol_upgrade.upgrade_for_metadata(upgraded, new_metadata)
     if upgraded != protocol:
         actions.append(upgraded)
     features.check_cdc_columns(new_metadata)
@@ -84,7 +84,7 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     txn.stage(actions)
     parameters = {"properties": json.dumps({**given, **requested})}
     committed = ctx.commit(txn, "SET TBLPROPERTIES", parameters, {})
-    note = features.upgrade_note(protocol, upgraded)
+    note = protocol_upgrade.upgrade_note(protocol, upgraded)
     return commit_result(
         text,
         statement.target.display,
@@ -160,12 +160,12 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
     schema_string = json.dumps(schema, separators=(",", ":"))
     new_metadata = replace(metadata, schema_string=schema_string, configuration=configuration)
     # A TIMESTAMP_NTZ column brings its table feature along, in the same commit.
-    upgraded = features.upgrade_for_metadata(protocol, new_metadata)
+    upgraded = protocol_upgrade.upgrade_for_metadata(protocol, new_metadata)
     features.check_writable(upgraded, new_metadata)
     txn.stage([upgraded, new_metadata] if upgraded != protocol else [new_metadata])
     parameters = {"columns": json.dumps([{"column": f} for f in fields])}
     committed = ctx.commit(txn, "ADD COLUMNS", parameters, {})
-    note = features.upgrade_note(protocol, upgraded)
+    note = protocol_upgrade.upgrade_note(protocol, upgraded)
     return commit_result(
         text,
         statement.target.display,
@@ -259,7 +259,9 @@ def upgrade_protocol(protocol: Protocol, configuration: dict[str, str]) -> Proto
     Raises:
         UnsupportedFeatureError: the configuration asks for a feature txsql cannot write.
     """
-    return features.with_features(protocol, writer=features.features_for_properties(configuration))
+    return protocol_upgrade.with_features(
+        protocol, writer=protocol_upgrade.features_for_properties(configuration)
+    )
 
 
 def _refuse_leaving_while_prepared(

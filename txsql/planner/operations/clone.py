@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote, urlparse
 
 from txsql.dv.descriptor import DeletionVectorDescriptor, dv_file_name
 from txsql.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionError
-from txsql.log import features, properties
+from txsql.log import features, properties, protocol_upgrade
 from txsql.log.actions import Action, AddFile, Metadata
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
@@ -104,7 +104,7 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
         source.protocol if current is None else merged_protocol(current.protocol, source.protocol)
     )
     # A source written before its column types listed their features gets them here.
-    protocol = features.upgrade_for_metadata(protocol, metadata)
+    protocol = protocol_upgrade.upgrade_for_metadata(protocol, metadata)
     features.check_writable(protocol, metadata)
     actions: list[Action] = []
     if current is None or protocol != current.protocol:

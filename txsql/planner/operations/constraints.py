@@ -21,7 +21,7 @@ from pyspark.sql.types import BooleanType
 
 from txsql.engine.scan import scan_snapshot
 from txsql.errors import ConstraintDefinitionError, SchemaError
-from txsql.log import column_rules, features
+from txsql.log import column_rules, protocol_upgrade
 from txsql.log.actions import Action, Metadata
 from txsql.log.predicates import TRUE
 from txsql.planner.context import RunContext
@@ -209,9 +209,9 @@ def _commit(
     text: str,
     table: str,
 ) -> Result:
-    protocol = features.upgrade_for_metadata(snapshot.protocol, metadata)
+    protocol = protocol_upgrade.upgrade_for_metadata(snapshot.protocol, metadata)
     actions: list[Action] = [metadata]
-    note = features.upgrade_note(snapshot.protocol, protocol)
+    note = protocol_upgrade.upgrade_note(snapshot.protocol, protocol)
     if protocol != snapshot.protocol:
         actions.insert(0, protocol)
     txn.stage(actions)

@@ -81,8 +81,6 @@ def run_delete(ctx: RunContext, statement: Delete, text: str) -> Result:
     except BaseException:
         cleanup()
         raise
-    finally:
-        target.close()
     deleted = None if whole_rows is None else outcome.num_deleted_rows + whole_rows
     # Delta's metadata-only delete reports no copy/add counters, and the deleted row count
     # only when every removed file has stats.

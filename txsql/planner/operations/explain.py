@@ -19,6 +19,7 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import split_predicate, to_sql
 from txsql.planner.context import RunContext
 from txsql.planner.dml.dv_writes import DIRECT_ROWS, deletion_vectors_allowed
+from txsql.planner.dml.frames import Frames
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.target import open_target
@@ -75,10 +76,8 @@ def explain_dml(ctx: RunContext, statement: Delete | Update) -> tuple[list[Step]
     if plan.skipped:
         steps.append(("skipped", _names(plan.skipped)))
     if plan.scan:
-        try:  # Spark's own physical plan of the statement's scan
-            filters = pushed_filters(target.matching_rows(without_dvs(plan.scan)))
-        finally:
-            target.close()
+        # Spark's own physical plan of the statement's scan
+        filters = pushed_filters(target.matching_rows(without_dvs(plan.scan)))
         steps.append(("pushed filters", "; ".join(filters) or "none: every row group is read"))
     steps += [(f"step {i}", s) for i, s in enumerate(_steps(statement, plan.scan, dv), 1)]
     if plan.whole:
@@ -148,9 +147,10 @@ def _names(files: Sequence[AddFile]) -> str:
 
 
 def explain_query(ctx: RunContext, statement: Query) -> tuple[list[Step], dict[str, int]]:
-    rewritten, versions = substitute_tables(ctx, statement.expression)
+    frames = Frames()
+    rewritten, versions = substitute_tables(ctx, statement.expression, frames)
     steps: list[Step] = [("reads", f"{name} at version {v}") for name, v in versions.items()]
-    row = ctx.spark.sql(f"EXPLAIN {rewritten.sql(SPARK)}").first()
+    row = frames.sql(ctx.spark, rewritten, prefix="EXPLAIN ").first()
     plan = str(row[0]) if row is not None else ""
     steps += [("spark plan", line) for line in plan.splitlines() if line.strip()]
     return steps, {}

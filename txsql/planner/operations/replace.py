@@ -24,7 +24,7 @@ from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError, TableExistsError, TableNotFoundError, TransactionError
 from txsql.log.actions import Action, AddFile, Protocol
 from txsql.log.deltalog import DeltaLog
-from txsql.log.features import upgrade_note, with_features
+from txsql.log.protocol_upgrade import upgrade_note, with_features
 from txsql.planner.context import RunContext
 from txsql.planner.dml.column_defs import check_column_rules
 from txsql.planner.dml.reads import query_dataframe

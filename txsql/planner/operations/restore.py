@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from txsql.errors import RestoreError, VersionNotFoundError
 from txsql.log.actions import Action, AddFile, Protocol
-from txsql.log.features import upgrade_for_metadata, with_features
+from txsql.log.protocol_upgrade import upgrade_for_metadata, with_features
 from txsql.log.snapshot import Snapshot
 from txsql.planner.catalog import timestamp_ms
 from txsql.planner.context import RunContext

@@ -146,8 +146,6 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     except BaseException:
         cleanup()
         raise
-    finally:
-        target.close()
     metrics = UpdateMetrics(
         num_removed_files=outcome.num_removed_files,
         num_added_files=len(adds) + outcome.num_added_files,

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from txsql.errors import TableExistsError, UnsupportedStatementError
 from txsql.planner.context import RunContext
+from txsql.planner.dml.frames import Frames
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
@@ -35,8 +36,9 @@ def run_create_view(ctx: RunContext, statement: CreateView, text: str) -> Result
             hint="Use CREATE OR REPLACE TEMP VIEW to redefine it.",
         )
     # Resolve once now: a bad query fails here (Spark analyses it), not at first use.
-    resolved, _ = substitute_tables(ctx, statement.query, open_views=frozenset({key}))
-    ctx.spark.sql(resolved.sql(SPARK)).schema  # noqa: B018 - analysis only, no job
+    frames = Frames()
+    resolved, _ = substitute_tables(ctx, statement.query, frames, open_views=frozenset({key}))
+    frames.sql(ctx.spark, resolved).schema  # noqa: B018 - analysis only, no job
     if _names_txsql(ctx, statement.query):
         ctx.catalog.views[key] = statement.query.copy()
         ctx.spark.catalog.dropTempView(statement.name)  # no stale Spark view of that name
@@ -55,10 +57,14 @@ def run_spark_statement(ctx: RunContext, statement: SparkStatement, text: str) -
     if isinstance(expression, exp.Drop):
         return _drop_view(ctx, expression, text)
     if isinstance(expression, exp.Cache) and expression.expression is not None:
-        # CACHE TABLE c AS SELECT ...: the query's txsql tables become snapshot views.
+        # CACHE TABLE c AS SELECT ...: c becomes a temp view of the query over the snapshots
+        # read now (a view of the DataFrame keeps its plan, not text that names bound
+        # placeholders), then Spark caches that view.
         expression = expression.copy()
-        query, _ = substitute_tables(ctx, expression.expression)
-        expression.set("expression", query)
+        frames = Frames()
+        query, _ = substitute_tables(ctx, expression.expression, frames)
+        frames.sql(ctx.spark, query).createOrReplaceTempView(expression.this.name)
+        expression.set("expression", None)
     df = ctx.spark.sql(expression.sql(SPARK))
     return Result(text, _operation(expression), df=df if df.columns else None)
 

@@ -15,7 +15,7 @@ from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.engine.write_rules import generated_high_water_marks
 from txsql.errors import SchemaError, TableExistsError, TransactionError
-from txsql.log import features, properties, row_tracking
+from txsql.log import features, properties, protocol_upgrade, row_tracking
 from txsql.log.actions import Action, AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules, with_high_water_marks
 from txsql.log.deltalog import DeltaLog
@@ -136,7 +136,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         ref.display,
         committed,
         metrics,
-        message=features.type_features_note(protocol, metadata),
+        message=protocol_upgrade.type_features_note(protocol, metadata),
     )
 
 
@@ -165,11 +165,11 @@ def table_definition(
         created_time=int(time.time() * 1000),
     )
     features.check_cdc_columns(metadata)
-    protocol = features.protocol_for_new_table(configuration)
+    protocol = protocol_upgrade.protocol_for_new_table(configuration)
     protocol = apply_protocol_versions(protocol, requested, metadata, new_table=True)
     # CHECK/NOT NULL/generated/identity columns list their writer features, and column
     # types theirs (TIMESTAMP_NTZ: timestampNtz).
-    protocol = features.upgrade_for_metadata(protocol, metadata)
+    protocol = protocol_upgrade.upgrade_for_metadata(protocol, metadata)
     if any(c.default is not None for c in statement.columns):
         require_defaults_feature(protocol, statement.target.display)
     # Before any CTAS file is written: a type txsql cannot store is refused by name.

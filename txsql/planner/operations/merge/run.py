@@ -46,7 +46,7 @@ from txsql.engine.changes import cdf_enabled
 from txsql.engine.spark_types import spark_schema
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.changes import StatementChanges
@@ -115,9 +115,9 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     note = ""
     if evolved is not None:  # WITH SCHEMA EVOLUTION: new columns commit with the rows
         # ... and so does the feature a new column's type needs (TIMESTAMP_NTZ).
-        upgraded = features.upgrade_for_metadata(snapshot.protocol, evolved)
+        upgraded = protocol_upgrade.upgrade_for_metadata(snapshot.protocol, evolved)
         features.check_writable(upgraded, evolved)  # before any file is written
-        note = features.upgrade_note(snapshot.protocol, upgraded)
+        note = protocol_upgrade.upgrade_note(snapshot.protocol, upgraded)
         txn.stage([upgraded, evolved] if note else [evolved])
         snapshot = txn.current_snapshot()
         assert snapshot is not None

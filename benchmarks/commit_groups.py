@@ -32,7 +32,7 @@ from typing import Any
 
 from moto_server import MotoServer
 
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.factory import configure_storage, file_io_for
@@ -54,7 +54,7 @@ def make_table(root: str, enrolled: bool) -> DeltaLog:
         configuration=dict(ENROLLED) if enrolled else {},
     )
     with Transaction(log) as txn:
-        txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
+        txn.stage([protocol_upgrade.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
         txn.commit("CREATE TABLE")
     return log
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import txsql
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.spark
 
 MODERN = "delta-modern"
 COMMIT = re.compile(r"\d{20}\.json")
+UUID_CHECKPOINT = re.compile(r"\d{20}\.checkpoint\.[0-9a-f-]{36}\.parquet")
 
 
 def _quoted(columns: list[str]) -> str:
@@ -79,6 +81,23 @@ class Workout:
         self.check(version)
         return version
 
+    def check_checkpoint(self, version: int) -> None:
+        """The checkpoint of ``version`` is of the kind the table asks for: UUID-named V2
+        with a ``checkpointMetadata`` row under ``checkpointPolicy = 'v2'``, else classic
+        (with ``checkpointMetadata`` when the table has the v2Checkpoint feature)."""
+        snapshot = DeltaLog.for_path(self.path).snapshot(version)
+        v2_table = "v2Checkpoint" in (snapshot.protocol.writer_features or ())
+        uuid_named = v2_table and snapshot.configuration.get("delta.checkpointPolicy") == "v2"
+        log_dir = Path(self.path) / "_delta_log"
+        pattern = UUID_CHECKPOINT if uuid_named else re.compile(r"\d{20}\.checkpoint\.parquet")
+        found = [p for p in log_dir.iterdir() if p.name.startswith(f"{version:020d}.checkpoint")]
+        assert [p.name for p in found if pattern.fullmatch(p.name)] == [p.name for p in found]
+        assert found, f"no checkpoint at v{version}"
+        table = pq.read_table(found[0])
+        if v2_table:
+            marks = [m for m in table.column("checkpointMetadata").to_pylist() if m]
+            assert [m["version"] for m in marks] == [version]
+
     def keys(self) -> list[Any]:
         rows = self.s.sql(f"SELECT {self.key} FROM {self.table} ORDER BY 1").collect()
         return [r[0] for r in rows if r[0] is not None]
@@ -110,8 +129,7 @@ class Workout:
         written.append(self.run("OPTIMIZE {t}"))
         self.run("ALTER TABLE {t} SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
         checkpointed = self.run(f"INSERT INTO {{t}} SELECT * FROM {{t}} ORDER BY {k} LIMIT 1")
-        names = {p.name for p in (Path(self.path) / "_delta_log").iterdir()}
-        assert f"{checkpointed:020d}.checkpoint.parquet" in names
+        self.check_checkpoint(checkpointed)
         written.append(checkpointed)
         restored = self.run(f"RESTORE TABLE {{t}} TO VERSION AS OF {first}")
         assert self.check(restored) == self.check(first)
@@ -158,7 +176,6 @@ REFUSED = [
     ("unshredded-variant", "has type VARIANT", True),  # VARIANT values are read
     ("table-with-icebegCompatV2Enabled", "icebergCompatV2", True),
     ("rowtracking-clustering-empty", "clustering", True),  # row tracking alone is written
-    ("v2-checkpoints-json-with-sidecars", "v2Checkpoint", True),
     ("partitioned_with_materialize_feature", "materializePartitionColumns", True),
 ]
 
@@ -207,6 +224,10 @@ WRITABLE = [
     ("cdf-table-with-cdc-and-dvs", True, True),
     ("compacted-log-files-table", True, True),
     ("basic-with-vacuum-protocol-check-feature", True, False),  # deltalake refuses it
+    ("v2-checkpoints-json-with-sidecars", True, True),
+    ("v2-checkpoints-parquet-with-sidecars", True, True),
+    ("v2-parquet-sidecars-struct-stats-only", True, True),
+    ("v2-classic-parquet-struct-stats-only", True, True),
 ]
 
 

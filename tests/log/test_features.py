@@ -18,12 +18,14 @@ from txsql.log.features import (
     WRITER_FEATURES_SUPPORTED,
     check_readable,
     check_writable,
-    protocol_for_new_table,
     reader_features,
+    writer_features,
+)
+from txsql.log.protocol_upgrade import (
+    protocol_for_new_table,
     upgrade_for_metadata,
     upgrade_note,
     with_features,
-    writer_features,
 )
 
 FIXTURES = find_fixtures()

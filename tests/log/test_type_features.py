@@ -9,12 +9,8 @@ import pytest
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log.actions import Metadata, Protocol
-from txsql.log.features import (
-    check_snapshot_readable,
-    check_writable,
-    upgrade_for_metadata,
-    upgrade_note,
-)
+from txsql.log.features import check_snapshot_readable, check_writable
+from txsql.log.protocol_upgrade import upgrade_for_metadata, upgrade_note
 from txsql.log.schema import parse_schema
 from txsql.log.type_features import check_storable, needed_features
 

@@ -16,7 +16,7 @@ from typing import Any
 from pyroaring import BitMap64
 
 from txsql.dv import read_deletion_vector, write_deletion_vectors
-from txsql.log import features
+from txsql.log import protocol_upgrade
 from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE, Predicate
@@ -158,4 +158,4 @@ class Lab:
         return t.commit(operation)
 
     def with_features(self, *writer: str) -> Protocol:
-        return features.with_features(self.protocol, writer=writer)
+        return protocol_upgrade.with_features(self.protocol, writer=writer)

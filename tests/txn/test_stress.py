@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.interop.readers import duckdb_connection
-from txsql.log import features
+from txsql.log import protocol_upgrade
 from txsql.log.actions import AddFile, CommitInfo, Metadata
 from txsql.log.deltalog import DeltaLog
 from txsql.txn.transaction import Transaction
@@ -105,7 +105,7 @@ def _seed(root: str, row_level: bool, isolation: str) -> int:
         id="stress", schema_string=json.dumps(SCHEMA), partition_columns=("p",), configuration=conf
     )
     with Transaction(DeltaLog.for_path(root)) as txn:
-        txn.stage([features.protocol_for_new_table(conf), metadata, *adds])
+        txn.stage([protocol_upgrade.protocol_for_new_table(conf), metadata, *adds])
         return txn.commit("CREATE TABLE").version
 
 

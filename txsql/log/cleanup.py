@@ -18,16 +18,18 @@ import time
 from txsql.errors import TxSqlError
 from txsql.log import properties
 from txsql.log.actions import AddFile, Metadata, Protocol
-from txsql.log.checkpoint_read import read_checkpoint
+from txsql.log.checkpoint_read import read_checkpoint, read_sidecar_names
 from txsql.log.checksum import state_of, verify
 from txsql.log.deltalog import DeltaLog
 from txsql.log.history import monotonic_timestamps
 from txsql.log.segment import CheckpointRef, find_segment, list_log
 from txsql.storage.logstore import LogStore
+from txsql.storage.paths import SIDECAR_DIR, classify_log_file
 
 logger = logging.getLogger(__name__)
 
 _VERSIONED = re.compile(r"^(\d{20})\.")
+SIDECAR_MIN_AGE_MS = 86_400_000
 
 
 def cleanup_after_checkpoint(log: DeltaLog, version: int) -> list[str]:
@@ -82,6 +84,28 @@ def cleanup_expired_logs(log: DeltaLog, now_ms: int | None = None) -> list[str]:
         except FileNotFoundError:
             continue
         deleted.append(name)
+    return deleted + _delete_orphan_sidecars(store, now_ms)
+
+
+def _delete_orphan_sidecars(store: LogStore, now_ms: int) -> list[str]:
+    """Delete sidecars no remaining V2 checkpoint lists, once a day old (PROTOCOL.md
+    "Metadata Cleanup": a younger one may belong to a checkpoint being written now)."""
+    sidecars = store.fs.list_dir(store.log_path(SIDECAR_DIR))
+    old = [s.name for s in sidecars if s.modification_time < now_ms - SIDECAR_MIN_AGE_MS]
+    if not old:
+        return []
+    kept: set[str] = set()
+    for status in store.fs.list_dir(store.log_dir):
+        parsed = classify_log_file(status.name)
+        if parsed is not None and parsed.kind == "v2":
+            kept.update(read_sidecar_names(store, status.name))
+    deleted = []
+    for name in sorted(set(old) - kept):
+        try:
+            store.fs.delete(store.log_path(f"{SIDECAR_DIR}/{name}"))
+        except FileNotFoundError:
+            continue
+        deleted.append(f"{SIDECAR_DIR}/{name}")
     return deleted
 
 

@@ -25,6 +25,7 @@ from txsql.errors import (
 from txsql.log import checksum, features
 from txsql.log.actions import Action
 from txsql.log.checkpoint import write_checkpoint
+from txsql.log.checkpoint_v2 import write_v2_checkpoint, writes_uuid_checkpoints
 from txsql.log.codec import decode_commit
 from txsql.log.history import CommitRecord, version_at_timestamp
 from txsql.log.history import history as _history
@@ -192,8 +193,12 @@ class DeltaLog:
         return _history(self.store, limit, configuration=self.snapshot().configuration)
 
     def checkpoint(self, snapshot: Snapshot) -> None:
-        """Write a classic checkpoint of ``snapshot`` and point ``_last_checkpoint`` at it."""
-        write_checkpoint(self.store, snapshot)
+        """Write a checkpoint of ``snapshot`` (V2 UUID-named where the table's policy says
+        so, else classic) and point ``_last_checkpoint`` at it."""
+        if writes_uuid_checkpoints(snapshot):
+            write_v2_checkpoint(self.store, snapshot)
+        else:
+            write_checkpoint(self.store, snapshot)
 
     def read_commits(self, versions: Sequence[int]) -> list[list[Action]]:
         """The actions of several commits, in order (see :meth:`read_commit`).

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from tests.txn.multitable.multi_crash_writer import SCHEMA, data_file
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.paths import join
@@ -35,7 +35,7 @@ CONFIG = {
 def _create(log: DeltaLog) -> None:
     metadata = Metadata(id="sink", schema_string=SCHEMA, configuration=CONFIG)
     with Transaction(log) as txn:
-        txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
+        txn.stage([protocol_upgrade.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
         txn.commit("CREATE TABLE")
 
 

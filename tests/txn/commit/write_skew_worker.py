@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.txn.multitable.transfer_writer import write_rows
 from txsql.errors import CommitConflictError
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
@@ -50,7 +50,7 @@ def create(warehouse: str) -> None:
             configuration={features.MULTI_TABLE_PROPERTY: "true"},
         )
         with Transaction(log) as txn:
-            txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
+            txn.stage([protocol_upgrade.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
             txn.commit("CREATE TABLE")
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.durable import sync_files
@@ -70,7 +70,7 @@ def create(warehouse: str, write: DataFile = data_file) -> None:
             configuration={features.MULTI_TABLE_PROPERTY: "true"},
         )
         with Transaction(log) as txn:
-            txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
+            txn.stage([protocol_upgrade.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
             txn.stage([write(log, 0, 100)])
             txn.commit("CREATE TABLE")
 

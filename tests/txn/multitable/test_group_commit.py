@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from txsql.errors import ConcurrentAppendError, CorruptLogError, TransactionError
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
@@ -38,7 +38,7 @@ def make_table(
     log = DeltaLog.for_path(str(root))
     table_id = table_id or f"id-{name}"
     metadata = Metadata(id=table_id, schema_string=SCHEMA, configuration=conf or {})
-    protocol = features.upgrade_for_metadata(Protocol(1, 2), metadata)
+    protocol = protocol_upgrade.upgrade_for_metadata(Protocol(1, 2), metadata)
     with Transaction(log) as txn:
         txn.stage([protocol, metadata])
         txn.commit("CREATE TABLE")

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from txsql.errors import CommitConflictError, CommitRetriesExceededError
-from txsql.log import features
+from txsql.log import features, protocol_upgrade
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.deltalog import DeltaLog
 from txsql.storage.crashpoints import crash_point
@@ -76,7 +76,7 @@ def create(warehouse: str) -> None:
             configuration={features.MULTI_TABLE_PROPERTY: "true"},
         )
         with Transaction(log) as txn:
-            txn.stage([features.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
+            txn.stage([protocol_upgrade.upgrade_for_metadata(Protocol(1, 2), metadata), metadata])
             if name == "accounts":
                 for account in range(ACCOUNTS):
                     txn.stage([write_rows(log.table_root, columns, [(account, OPENING_BALANCE)])])

@@ -5,11 +5,15 @@ and geospatial columns refused by column and feature."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import txsql
@@ -80,6 +84,40 @@ def test_widened_table_reads_every_widening_like_duckdb(spark: Any, tmp_path: Pa
         "struct<p:bigint,dp:timestamp_ntz,f:double,b:decimal(5,2),s:struct<x:int,"
         "y:decimal(8,3)>,a:array<bigint>,m:map<string,double>>"
     )
+
+
+def test_widened_table_takes_dml_on_rows_of_old_files(spark: Any, tmp_path: Path) -> None:
+    """UPDATE, MERGE and DELETE of rows in the narrow file, then OPTIMIZE: every version
+    read like DuckDB, the type changes kept, new files at the wide types."""
+    path = tmp_path / "widened"
+    widened_table(path)
+    session = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    table = f"delta.`{path}`"
+    log = DeltaLog.for_path(str(path))
+    schema = log.snapshot().metadata.schema_string
+    statements = [
+        f"UPDATE {table} SET f = f * 2, s = named_struct('x', s.x + 70000, 'y', s.y) "
+        "WHERE b = -128",
+        f"MERGE INTO {table} t USING (SELECT CAST(5 AS DECIMAL(5, 2)) AS b) src ON t.b = src.b "
+        "WHEN MATCHED THEN UPDATE SET a = array(CAST(1 AS BIGINT) << 40)",
+        f"INSERT INTO {table} VALUES (8, TIMESTAMP_NTZ'2025-01-01 00:00:00', 0.5, 1.5, "
+        "named_struct('x', 1, 'y', 1.5), array(3), map('z', 2.5))",
+        f"DELETE FROM {table} WHERE p = {2**40}",
+        f"OPTIMIZE {table}",
+    ]
+    version = 0
+    for sql in statements:
+        session.sql(sql)
+        version = log.latest_version() or 0
+        assert spark_rows(session, path, version) == oracle_rows(path, version), sql
+        assert log.snapshot(version).metadata.schema_string == schema, sql
+    updated = [r for r in oracle_rows(path, version) if r[1] == dt.datetime(2024, 9, 9)]
+    assert len(updated) == 1 and updated[0][3] == Decimal("-128.00")
+    assert updated[0][4]["x"] == 69700 and updated[0][2] == pytest.approx(-2.2)
+    for f in log.snapshot(version).files:
+        written = pq.read_schema(path / f.path)
+        assert written.field("s").type.field("x").type == pa.int32()
+        assert written.field("b").type == pa.decimal128(5, 2)
 
 
 def test_float_bounds_written_before_widening_do_not_skip_the_file(

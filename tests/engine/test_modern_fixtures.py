@@ -172,7 +172,6 @@ REFUSED = [
     # (fixture, text the error names, whether txsql reads it)
     ("catalog-owned-preview", "a catalog owns this table's commits", False),
     ("table-with-geo", "geospatial", False),
-    ("type-widening", "typeWidening-preview", True),  # read at the widened types
     ("unshredded-variant", "has type VARIANT", True),  # VARIANT values are read
     ("table-with-icebegCompatV2Enabled", "icebergCompatV2", True),
     ("rowtracking-clustering-empty", "clustering", True),  # row tracking alone is written
@@ -224,6 +223,7 @@ WRITABLE = [
     ("cdf-table-with-cdc-and-dvs", True, True),
     ("compacted-log-files-table", True, True),
     ("basic-with-vacuum-protocol-check-feature", True, False),  # deltalake refuses it
+    ("type-widening", True, False),  # deltalake refuses typeWidening-preview
     ("v2-checkpoints-json-with-sidecars", True, True),
     ("v2-checkpoints-parquet-with-sidecars", True, True),
     ("v2-parquet-sidecars-struct-stats-only", True, True),
@@ -237,4 +237,28 @@ def test_writable_fixture_workout(
 ) -> None:
     path = _copy(fixtures_dir, tmp_path, name)
     s = txsql.Session(spark=spark, warehouse=str(tmp_path))
-    Workout(s, path, duckdb=duckdb, deltalake=deltalake).everything()
+    log = DeltaLog.for_path(path)
+    schema = log.snapshot().metadata.schema_string
+    written = Workout(s, path, duckdb=duckdb, deltalake=deltalake).everything()
+    for version in written[:-1]:  # every write keeps the schema, field metadata included
+        assert log.snapshot(version).metadata.schema_string == schema
+
+
+def test_type_widened_table_written_at_the_wide_types(
+    spark: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    path = _copy(fixtures_dir, tmp_path, "type-widening")
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    log = DeltaLog.for_path(path)
+    before = {f.path for f in log.snapshot().files}
+    s.sql(f"UPDATE delta.`{path}` SET int_long = int_long + 5000000000 WHERE byte_long = 1")
+    new = [f for f in log.snapshot().files if f.path not in before]
+    assert new
+    parquet = pq.read_schema(Path(path) / new[0].path)
+    assert parquet.field("byte_long").type == pa.int64()
+    assert parquet.field("float_double").type == pa.float64()
+    assert parquet.field("date_timestamp_ntz").type == pa.timestamp("us")
+    version = log.latest_version()
+    assert version is not None
+    got = duckdb_rows(path, version, "int_long")
+    assert (5000000002,) in got  # a long value: the column was written as long

@@ -171,10 +171,12 @@ def test_metadata_features_upgrade_the_protocol() -> None:
 
 
 def test_supported_sets_are_deliberate() -> None:
-    # Read-only features: old files are read at the widened type, VARIANT values are read.
-    for name in ("typeWidening", "typeWidening-preview", "variantShredding"):
-        assert name in READER_FEATURES_SUPPORTED
-        assert name not in WRITER_FEATURES_SUPPORTED
+    # Read-only: shredded VARIANT values are read, never written.
+    assert "variantShredding" in READER_FEATURES_SUPPORTED
+    assert "variantShredding" not in WRITER_FEATURES_SUPPORTED
+    # Widened tables are written at the current (wide) types; so are V2 checkpoints.
+    for name in ("typeWidening", "typeWidening-preview", "v2Checkpoint"):
+        assert name in READER_FEATURES_SUPPORTED & WRITER_FEATURES_SUPPORTED
     # Listed but unused (deltalake's DV tables): writable; a VARIANT column is refused.
     assert "variantType" in READER_FEATURES_SUPPORTED & WRITER_FEATURES_SUPPORTED
     assert "columnMapping" in READER_FEATURES_SUPPORTED
@@ -223,12 +225,17 @@ def test_row_tracking_property_lists_its_features() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "feature"),
+    ("key", "value", "feature"),
     [
-        ("delta.enableTypeWidening", "typeWidening"),
-        ("delta.enableIcebergCompatV2", "icebergCompatV2"),
+        ("delta.enableTypeWidening", "true", "typeWidening"),
+        ("delta.checkpointPolicy", "v2", "v2Checkpoint"),
     ],
 )
+def test_properties_list_their_reader_writer_feature(key: str, value: str, feature: str) -> None:
+    assert protocol_for_new_table({key: value}) == Protocol(3, 7, (feature,), (feature,))
+
+
+@pytest.mark.parametrize(("key", "feature"), [("delta.enableIcebergCompatV2", "icebergCompatV2")])
 def test_properties_that_need_an_unwritable_feature_are_refused_by_name(
     key: str, feature: str
 ) -> None:

@@ -104,12 +104,15 @@ def test_types_txsql_cannot_store_are_refused_by_name(
         check_writable(Protocol(3, 7, (), ()), Metadata("id", schema(field("c", type_, metadata))))
 
 
-def test_type_changes_need_type_widening_which_txsql_refuses() -> None:
+def test_type_changes_need_type_widening_listed_under_either_name() -> None:
     changed = field("c", "long", {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]})
     metadata = Metadata("id", schema(changed))
     assert set(needed_features(parse_schema(metadata.schema_string))) == {"typeWidening"}
+    check_writable(upgrade_for_metadata(Protocol(1, 2), metadata), metadata)
+    preview = ("typeWidening-preview",)
+    check_writable(Protocol(3, 7, preview, preview), metadata)
     with pytest.raises(UnsupportedFeatureError, match="typeWidening"):
-        check_writable(upgrade_for_metadata(Protocol(1, 2), metadata), metadata)
+        check_writable(Protocol(3, 7, (), ()), metadata)
 
 
 def test_geospatial_columns_are_refused_by_column_and_feature() -> None:

@@ -52,7 +52,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
     | {"txsqlMultiTableTransactions", "rowTracking", "variantType", "variantType-preview"}
-    | {"v2Checkpoint"}
+    | {"v2Checkpoint", "typeWidening", "typeWidening-preview"}
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
@@ -236,8 +236,10 @@ def check_schema_features(protocol: Protocol, metadata: Metadata) -> None:
     check_storable(schema)
     readers, writers = reader_features(protocol), writer_features(protocol)
     for feature, column in sorted(needed_features(schema).items()):
-        listed = feature in writers and (
-            feature in readers or feature not in READER_WRITER_FEATURES
+        # Tables from a feature's preview era list it as '<name>-preview'.
+        listed = any(
+            name in writers and (name in readers or name not in READER_WRITER_FEATURES)
+            for name in (feature, f"{feature}-preview")
         )
         if not listed:
             raise UnsupportedFeatureError(

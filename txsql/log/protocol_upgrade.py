@@ -58,7 +58,7 @@ def with_features(
     )
 
 
-# Properties that switch on a table feature txsql does not write: set to true, refused.
+# Properties that switch on a table feature when true (refused below if txsql cannot write it).
 _PROPERTY_FEATURES = {
     "delta.enableTypeWidening": "typeWidening",
     "delta.enableIcebergCompatV2": "icebergCompatV2",

@@ -66,6 +66,7 @@ PLANNER_TOP_LEVEL = {
     "catalog": "shared",
     "catalog_entries": "shared",
     "context": "shared",
+    "frames": "shared",
     "idempotent": "shared",
     "locations": "shared",
     "metrics": "shared",

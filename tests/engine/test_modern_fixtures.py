@@ -20,7 +20,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import UnsupportedFeatureError
+from txsql.errors import SchemaError, TxSqlError, UnsupportedFeatureError
 from txsql.log.deltalog import DeltaLog
 
 pytestmark = pytest.mark.spark
@@ -224,6 +224,7 @@ WRITABLE = [
     ("compacted-log-files-table", True, True),
     ("basic-with-vacuum-protocol-check-feature", True, False),  # deltalake refuses it
     ("type-widening", True, False),  # deltalake refuses typeWidening-preview
+    ("void-column", False, True),  # DuckDB refuses a VOID column
     ("v2-checkpoints-json-with-sidecars", True, True),
     ("v2-checkpoints-parquet-with-sidecars", True, True),
     ("v2-parquet-sidecars-struct-stats-only", True, True),
@@ -262,3 +263,27 @@ def test_type_widened_table_written_at_the_wide_types(
     assert version is not None
     got = duckdb_rows(path, version, "int_long")
     assert (5000000002,) in got  # a long value: the column was written as long
+
+
+def test_void_column_stays_null_and_values_for_it_are_refused(
+    spark: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    path = _copy(fixtures_dir, tmp_path, "void-column")
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    table = f"delta.`{path}`"
+    s.sql(f"INSERT INTO {table} (id) VALUES (10)")
+    s.sql(f"INSERT INTO {table} VALUES (11, NULL)")
+    log = DeltaLog.for_path(path)
+    before = _log_state(path)
+    for sql in (f"INSERT INTO {table} VALUES (12, 5)", f"UPDATE {table} SET void_col = 'x'"):
+        with pytest.raises(TxSqlError, match="VOID"):
+            s.sql(sql)
+    assert _log_state(path) == before
+    version = log.latest_version()
+    assert version is not None
+    expected = [(1, None), (2, None), (3, None), (10, None), (11, None)]
+    assert sorted(deltalake_rows(path, version, "id, void_col")) == expected
+    for f in log.snapshot().files:  # as Delta Spark writes it: no Parquet column at all
+        assert pq.read_schema(Path(path) / f.path).names == ["id"]
+    with pytest.raises(SchemaError, match="VOID"):
+        s.sql("CREATE TABLE fresh AS SELECT 1 AS id, NULL AS nothing")

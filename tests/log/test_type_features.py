@@ -104,6 +104,16 @@ def test_types_txsql_cannot_store_are_refused_by_name(
         check_writable(Protocol(3, 7, (), ()), Metadata("id", schema(field("c", type_, metadata))))
 
 
+def test_a_void_column_the_table_has_is_kept_a_new_one_refused() -> None:
+    had = Metadata("id", schema(field("id", "long"), field("nothing", "void")))
+    check_writable(Protocol(1, 2), had, existing=had)
+    nested = Metadata("id", schema(field("s", struct(field("v", "void")))))
+    for new, existing in ((had, None), (had, Metadata("id", schema(field("id", "long")))),
+                          (nested, nested)):  # fmt: skip
+        with pytest.raises(SchemaError, match="VOID"):
+            check_writable(Protocol(1, 2), new, existing=existing)
+
+
 def test_type_changes_need_type_widening_listed_under_either_name() -> None:
     changed = field("c", "long", {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]})
     metadata = Metadata("id", schema(changed))

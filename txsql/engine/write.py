@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
+from pyspark.sql.types import NullType
 
 from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.file_stats import file_stats, stats_leaves
@@ -124,7 +125,8 @@ def write_data_files(
     # Each projection is an analysis on the driver: skip the one that would change nothing.
     refilled = enforce and rewrite and bool(column_rules(metadata).generated)  # appended
     if conformed and mode == "none" and not refilled:
-        projected = df
+        void = [c.physical_name for c in schema.columns if isinstance(c.physical_type, NullType)]
+        projected = df.drop(*void) if void else df
     else:
         projected = df.selectExpr(*_physical_columns(df, schema))
     physical = {c.logical_name: c.physical_name for c in schema.columns}
@@ -262,10 +264,12 @@ def _physical_columns(df: DataFrame, schema: TableSchema) -> list[str]:
             + (f"; not in the table: {', '.join(extra)}" if extra else ""),
             hint="Name every table column exactly once (NULL for unknown values).",
         )
+    # A VOID column (kept from Delta Spark's table) has no Parquet column: always NULL.
     return [
         f"CAST({quote(given[c.logical_name.lower()])} AS {sql_type(c.physical_type)})"
         f" AS {quote(c.physical_name)}"
         for c in schema.columns
+        if not isinstance(c.physical_type, NullType)
     ]
 
 

@@ -61,6 +61,7 @@ _MARKER = "TXSQL_WRITE_RULE|~|"
 _SEP = "|~|"
 _SHOWN_ROW_CHARS = 300
 _CHECK, _NOT_NULL, _GENERATED, _IDENTITY = "check", "notnull", "generated", "identity"
+_VOID = "void"
 _ERRORS: dict[str, type[SchemaError]] = {
     _CHECK: CheckConstraintViolationError,
     _NOT_NULL: NotNullViolationError,
@@ -90,7 +91,9 @@ def apply_write_rules(
         SchemaError: A rule's SQL expression does not resolve against the table's columns.
     """
     rules = column_rules(metadata)
-    if rules.empty:
+    # A VOID column (in Delta Spark's tables) has no Parquet column: a value would be lost.
+    void = [f["name"] for f in _schema(metadata)["fields"] if f["type"] == "void"]
+    if rules.empty and not void:
         return df
     types = {f.name.lower(): f.dataType for f in spark_schema(_schema(metadata)).fields}
     try:
@@ -100,6 +103,11 @@ def apply_write_rules(
         violations = list(_violations(df, rules, types))
         if rewrite:
             violations.extend(_null_identity(df, rules))
+        given = {c.lower(): c for c in df.columns}
+        for name in void:
+            if name.lower() in given:
+                valued = F.col(quote(given[name.lower()])).isNotNull()
+                violations.append((valued, _VOID, name, "VOID"))
         return _guard(df, violations) if violations else df
     except SchemaError:
         raise
@@ -252,6 +260,11 @@ def rule_error(exc: BaseException) -> SchemaError | None:
         what = (
             f"identity column {name} would be NULL in row {row}: MERGE cannot hand out "
             "identity values yet (use INSERT for new rows)"
+        )
+    elif kind == _VOID:
+        what = (
+            f"column {name} has type VOID and can only hold NULL; row {row} gives it a value "
+            "(Delta Spark writes no data for a VOID column)"
         )
     else:
         what = f"CHECK constraint {name} ({rule}) violated by row {row}"

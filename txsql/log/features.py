@@ -20,6 +20,7 @@ from txsql.log.type_features import (
     needed_features,
     readable_schema,
     refuse_variant_write,
+    void_columns,
 )
 
 MAX_READER_VERSION = 3
@@ -187,8 +188,14 @@ def check_cdc_columns(metadata: Metadata) -> None:
         )
 
 
-def check_writable(protocol: Protocol, metadata: Metadata) -> None:
+def check_writable(
+    protocol: Protocol, metadata: Metadata, *, existing: Metadata | None = None
+) -> None:
     """Refuse to write a table whose protocol or active features txsql cannot maintain.
+
+    ``existing``: the table's metadata before this write (None for a new table). A VOID
+    column it already has is written as Delta Spark does (no Parquet column, always NULL);
+    a new one is refused.
 
     >>> m = Metadata("id", '{"type":"struct","fields":[]}')
     >>> check_writable(Protocol(1, 4), m)  # legacy CDF/generated columns, but unused
@@ -217,10 +224,13 @@ def check_writable(protocol: Protocol, metadata: Metadata) -> None:
     if names:
         why = "".join(f"; {name}: {usage[name]}" for name in sorted(usage))
         refuse_features("writer features", names, WRITER_FEATURES_SUPPORTED, why)
-    check_schema_features(protocol, metadata)
+    kept = parse_schema(existing.schema_string) if existing is not None else None
+    check_schema_features(protocol, metadata, void_columns(kept) if kept else frozenset())
 
 
-def check_schema_features(protocol: Protocol, metadata: Metadata) -> None:
+def check_schema_features(
+    protocol: Protocol, metadata: Metadata, existing_void: frozenset[str] = frozenset()
+) -> None:
     """Refuse a schema with a type txsql cannot store, or whose types need a table feature
     the protocol does not list (other readers refuse such a table; Delta Spark calls it
     DELTA_FEATURES_PROTOCOL_METADATA_MISMATCH).
@@ -233,7 +243,7 @@ def check_schema_features(protocol: Protocol, metadata: Metadata) -> None:
     txsql.errors.UnsupportedFeatureError: column t (TIMESTAMP_NTZ) needs the 'timestampNtz' ...
     """
     schema = parse_schema(metadata.schema_string)
-    check_storable(schema)
+    check_storable(schema, existing_void)
     readers, writers = reader_features(protocol), writer_features(protocol)
     for feature, column in sorted(needed_features(schema).items()):
         # Tables from a feature's preview era list it as '<name>-preview'.

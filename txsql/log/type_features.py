@@ -80,8 +80,15 @@ def needed_features(schema: StructType) -> dict[str, str]:
     return needed
 
 
-def check_storable(schema: StructType) -> None:
-    """Refuse a schema with a type txsql cannot write as Delta requires.
+def void_columns(schema: StructType) -> frozenset[str]:
+    """Top-level VOID (NullType) columns: Delta Spark keeps them in the schema and writes no
+    Parquet column for them (the ``void-column`` fixture holds one)."""
+    return frozenset(f.name for f in schema.fields if f.type == PrimitiveType("void"))
+
+
+def check_storable(schema: StructType, existing_void: frozenset[str] = frozenset()) -> None:
+    """Refuse a schema with a type txsql cannot write as Delta requires; the top-level VOID
+    columns in ``existing_void`` (already in the table) are kept, always NULL.
 
     Raises:
         UnsupportedFeatureError: a VARIANT or collated string column.
@@ -91,6 +98,8 @@ def check_storable(schema: StructType) -> None:
         name = t.name if isinstance(t, PrimitiveType) else ""
         if name == "variant":
             refuse_variant_write(path)
+        if name == "void" and path in existing_void:
+            continue
         if name.startswith("interval") or name in ("void", "null"):
             raise SchemaError(
                 f"column {path} has type {name.upper()}, which a Delta table cannot store",

@@ -20,7 +20,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.history import commit_timestamps
 from txsql.planner.catalog import sql_string, timestamp_ms
 from txsql.planner.context import RunContext
-from txsql.planner.dml.frames import Frames
+from txsql.planner.frames import Frames
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef

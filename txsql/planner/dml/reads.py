@@ -2,7 +2,7 @@
 
 Joins between txsql tables, Spark tables and temp views (e.g. notebook DataFrames) just work
 because Spark sees only tables it knows: the txsql ones are bound as DataFrames
-(:mod:`txsql.planner.dml.frames`), which leaves nothing in Spark's catalog.
+(:mod:`txsql.planner.frames`), which leaves nothing in Spark's catalog.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from txsql.errors import SqlError
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.dml.frames import Frames
+from txsql.planner.frames import Frames
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.predicates import prune_files, to_predicate
 from txsql.planner.sql.refs import TableRef

@@ -26,9 +26,9 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate, is_deterministic
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.dml.frames import Frames
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.frames import Frames
 from txsql.planner.metrics import OperationMetrics
 from txsql.planner.sql.predicates import FilePlan, plan_files, predicate_sql, to_predicate
 from txsql.planner.sql.refs import TableRef
@@ -142,7 +142,7 @@ def open_target(
         if current is None:
             raise TableNotFoundError(f"table {ref.display} has no committed version yet")
         snapshot = current
-    features.check_writable(snapshot.protocol, snapshot.metadata)
+    features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     name = alias or (ref.name.split(".")[-1] if ref.name else "t")
     qualifiers = [name] + ([ref.name.split(".")[-1]] if ref.name else [])
     predicate = to_predicate(condition, snapshot.schema_json, qualifiers)

@@ -161,7 +161,7 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
     new_metadata = replace(metadata, schema_string=schema_string, configuration=configuration)
     # A TIMESTAMP_NTZ column brings its table feature along, in the same commit.
     upgraded = protocol_upgrade.upgrade_for_metadata(protocol, new_metadata)
-    features.check_writable(upgraded, new_metadata)
+    features.check_writable(upgraded, new_metadata, existing=metadata)
     txn.stage([upgraded, new_metadata] if upgraded != protocol else [new_metadata])
     parameters = {"columns": json.dumps([{"column": f} for f in fields])}
     committed = ctx.commit(txn, "ADD COLUMNS", parameters, {})
@@ -249,7 +249,7 @@ def apply_protocol_versions(
     if reader > upgraded.min_reader_version:
         reader_list = tuple(sorted(features.reader_features(upgraded))) if reader >= 3 else None
         upgraded = replace(upgraded, min_reader_version=reader, reader_features=reader_list)
-    features.check_writable(upgraded, metadata)
+    features.check_writable(upgraded, metadata, existing=metadata)
     return upgraded
 
 

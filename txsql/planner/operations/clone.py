@@ -105,7 +105,7 @@ def run_clone(ctx: RunContext, statement: CloneTable, text: str) -> Result:
     )
     # A source written before its column types listed their features gets them here.
     protocol = protocol_upgrade.upgrade_for_metadata(protocol, metadata)
-    features.check_writable(protocol, metadata)
+    features.check_writable(protocol, metadata, existing=source.metadata)
     actions: list[Action] = []
     if current is None or protocol != current.protocol:
         actions.append(protocol)

@@ -19,10 +19,10 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import split_predicate, to_sql
 from txsql.planner.context import RunContext
 from txsql.planner.dml.dv_writes import DIRECT_ROWS, deletion_vectors_allowed
-from txsql.planner.dml.frames import Frames
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import substitute_tables
 from txsql.planner.dml.target import open_target
+from txsql.planner.frames import Frames
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.dml import path_sql
 from txsql.planner.sql.statements import Delete, Explain, Query, Update

@@ -79,7 +79,7 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     assert snapshot is not None
     # Refused by name before any file is written (a VARIANT column, a feature txsql
     # does not write), not after at the commit.
-    features.check_writable(snapshot.protocol, snapshot.metadata)
+    features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     predicate = _partition_predicate(statement, snapshot)
     zorder = _zorder_columns(statement, snapshot)
     considered = files_in_partitions(snapshot, predicate)

@@ -75,7 +75,7 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
     assert snapshot is not None
     # Refused by name before any file is written (a VARIANT column, a feature txsql
     # does not write), not after at the commit.
-    features.check_writable(snapshot.protocol, snapshot.metadata)
+    features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     table = statement.target.display
     query = statement.query
     if isinstance(query, exp.Values):

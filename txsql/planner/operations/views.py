@@ -16,8 +16,8 @@ from sqlglot import exp
 
 from txsql.errors import TableExistsError, UnsupportedStatementError
 from txsql.planner.context import RunContext
-from txsql.planner.dml.frames import Frames
 from txsql.planner.dml.reads import substitute_tables
+from txsql.planner.frames import Frames
 from txsql.planner.sql.dialect import SPARK
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef

@@ -216,7 +216,7 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     assert snapshot is not None
     # Refused by name before any file is written (a VARIANT column, a feature txsql
     # does not write), not after at the commit.
-    features.check_writable(snapshot.protocol, snapshot.metadata)
+    features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     statement = _with_defaults(statement, snapshot.schema_json)
     source, _ = query_dataframe(ctx, _as_query(statement), txn)
     df = conform_to_schema(
@@ -243,7 +243,9 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     txn = ctx.transaction(log)
     snapshot = txn.current_snapshot()
     assert snapshot is not None
-    features.check_writable(snapshot.protocol, snapshot.metadata)  # before any file
+    features.check_writable(
+        snapshot.protocol, snapshot.metadata, existing=snapshot.metadata
+    )  # before any file
     conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
     root, metadata = snapshot.table_root, snapshot.metadata
     adds = write_data_files(ctx.spark, conformed, root, metadata, identity=True)

@@ -128,7 +128,9 @@ class CommitLoop:
         """
         snapshot = self.snapshot
         protocol, metadata = self._protocol_and_metadata()
-        features.check_writable(protocol, metadata)
+        features.check_writable(
+            protocol, metadata, existing=snapshot.metadata if snapshot else None
+        )
         read_version = snapshot.version if snapshot else None
         conf = snapshot.configuration if snapshot else metadata.configuration
         actions = self.staged.actions()

@@ -72,7 +72,9 @@ def check_protocol(check: Check) -> None:
             hint="Re-run the statement; it will read the table with its new protocol.",
         )
     try:
-        features.check_writable(theirs, winner.metadata or metadata)
+        features.check_writable(
+            theirs, winner.metadata or metadata, existing=winner.metadata or metadata
+        )
     except UnsupportedFeatureError as exc:
         report.fail(
             ProtocolChangedError,
@@ -112,7 +114,7 @@ def check_metadata(check: Check) -> None:
             "schema changes when no writer is active to avoid this.",
         )
     try:
-        features.check_writable(protocol, theirs)
+        features.check_writable(protocol, theirs, existing=theirs)
     except UnsupportedFeatureError as exc:
         report.fail(
             MetadataChangedError,

@@ -47,7 +47,7 @@ def explain_merge(ctx: RunContext, statement: Merge) -> tuple[list[Step], dict[s
         )
     ctx.catalog.existing_log(target)
     snapshot = ctx.snapshot(target)
-    features.check_writable(snapshot.protocol, snapshot.metadata)
+    features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     source, _ = query_dataframe(ctx, statement.source)  # lazy: Spark resolves the schema
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     fields = snapshot.schema_json["fields"]

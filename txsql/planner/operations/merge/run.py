@@ -116,7 +116,9 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     if evolved is not None:  # WITH SCHEMA EVOLUTION: new columns commit with the rows
         # ... and so does the feature a new column's type needs (TIMESTAMP_NTZ).
         upgraded = protocol_upgrade.upgrade_for_metadata(snapshot.protocol, evolved)
-        features.check_writable(upgraded, evolved)  # before any file is written
+        features.check_writable(
+            upgraded, evolved, existing=snapshot.metadata
+        )  # before any file is written
         note = protocol_upgrade.upgrade_note(snapshot.protocol, upgraded)
         txn.stage([upgraded, evolved] if note else [evolved])
         snapshot = txn.current_snapshot()

@@ -287,3 +287,48 @@ def test_void_column_stays_null_and_values_for_it_are_refused(
         assert pq.read_schema(Path(path) / f.path).names == ["id"]
     with pytest.raises(SchemaError, match="VOID"):
         s.sql("CREATE TABLE fresh AS SELECT 1 AS id, NULL AS nothing")
+
+
+def test_collations_fixture_takes_writes_under_its_collations(
+    spark: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """The (empty) Delta Spark table with UTF8_LCASE and UNICODE columns: rows go in, come
+    back through DuckDB and deltalake unchanged, and txsql's WHERE, UPDATE, DELETE and
+    MERGE match under each column's collation, even where binary file stats would skip."""
+    path = _copy(fixtures_dir, tmp_path, "collations-table")
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    table = f"delta.`{path}`"
+    workout = Workout(s, path)
+    workout.run("INSERT INTO {t} VALUES (1, 'ABC', 'ABC', 'b'), (2, 'abc', 'Abd', 'a')")
+    workout.run("INSERT INTO {t} VALUES (3, 'xyz', 'XYZ', 'c')")  # its own file: bounds XYZ
+    found = s.sql(f"SELECT id FROM {table} WHERE utf8_lcase_col = 'xyz'").collect()
+    assert [r.id for r in found] == [3]  # binary bounds [XYZ, XYZ] exclude 'xyz'
+    workout.run("UPDATE {t} SET id = id + 10 WHERE utf8_lcase_col = 'abc'")
+    workout.run("DELETE FROM {t} WHERE utf8_lcase_col = 'abd'")
+    workout.run(
+        "MERGE INTO {t} t USING (SELECT 'xyz' AS k) s ON t.utf8_lcase_col = s.k COLLATE UTF8_LCASE "
+        "WHEN MATCHED THEN UPDATE SET unicode_col = 'matched'"
+    )
+    log = DeltaLog.for_path(path)
+    version = log.latest_version()
+    assert version is not None
+    rows = duckdb_rows(path, version, "id, utf8_binary_col, utf8_lcase_col, unicode_col")
+    assert sorted(rows) == [(3, "xyz", "XYZ", "matched"), (11, "ABC", "ABC", "b")]
+    snapshot = log.snapshot()
+    assert "collations" in (snapshot.protocol.writer_features or ())
+    assert "__COLLATIONS" in snapshot.metadata.schema_string  # kept on every commit
+    ordered = s.sql(f"SELECT unicode_col FROM {table} ORDER BY unicode_col").collect()
+    assert [r[0] for r in ordered] == ["b", "matched"]
+
+
+def test_create_table_with_a_collated_column(spark: Any, tmp_path: Path) -> None:
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    s.sql("CREATE TABLE names (id INT, name STRING COLLATE UTF8_LCASE)")
+    s.sql("INSERT INTO names VALUES (1, 'Ada'), (2, 'ADA'), (3, 'bob')")
+    path = s.table("names").location
+    protocol = DeltaLog.for_path(path).snapshot().protocol
+    assert {"collations", "domainMetadata"} <= set(protocol.writer_features or ())
+    found = s.sql("SELECT id FROM names WHERE name = 'ada' ORDER BY id").collect()
+    assert [r.id for r in found] == [1, 2]
+    assert sorted(duckdb_rows(path, 1, "id, name")) == [(1, "Ada"), (2, "ADA"), (3, "bob")]
+    assert sorted(deltalake_rows(path, 1, "id, name")) == [(1, "Ada"), (2, "ADA"), (3, "bob")]

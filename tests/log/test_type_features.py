@@ -91,7 +91,6 @@ def test_plain_types_need_nothing() -> None:
         (struct(field("v", "variant")), None, UnsupportedFeatureError, "c.v has type VARIANT"),
         ("interval day to second", None, SchemaError, "INTERVAL DAY TO SECOND"),
         ("void", None, SchemaError, "VOID"),
-        ("string", {"__COLLATIONS": {"c": "spark.UTF8_LCASE"}}, UnsupportedFeatureError, "collat"),
     ],
 )
 def test_types_txsql_cannot_store_are_refused_by_name(
@@ -102,6 +101,19 @@ def test_types_txsql_cannot_store_are_refused_by_name(
         check_storable(parsed)
     with pytest.raises(error, match=words):
         check_writable(Protocol(3, 7, (), ()), Metadata("id", schema(field("c", type_, metadata))))
+
+
+def test_collated_strings_need_the_collations_feature() -> None:
+    collated = Metadata("id", schema(field("c", "string", {"__COLLATIONS": {"c": "icu.UNICODE"}})))
+    with pytest.raises(UnsupportedFeatureError, match="collations"):
+        check_writable(Protocol(3, 7, (), ()), collated)
+    upgraded = upgrade_for_metadata(Protocol(1, 2), collated)
+    assert {"collations", "domainMetadata"} <= set(upgraded.writer_features or ())
+    assert not upgraded.reader_features  # a writer-only feature
+    check_writable(upgraded, collated)
+    preview = Protocol(1, 7, None, ("collations-preview", "domainMetadata"))
+    assert upgrade_for_metadata(preview, collated) == preview  # the preview name is kept
+    check_writable(preview, collated)
 
 
 def test_a_void_column_the_table_has_is_kept_a_new_one_refused() -> None:

@@ -53,7 +53,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
     | {"txsqlMultiTableTransactions", "rowTracking", "variantType", "variantType-preview"}
-    | {"v2Checkpoint", "typeWidening", "typeWidening-preview"}
+    | {"v2Checkpoint", "typeWidening", "typeWidening-preview", "collations", "collations-preview"}
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The

@@ -143,6 +143,10 @@ def upgrade_for_metadata(protocol: Protocol, metadata: Metadata) -> Protocol:
         used.add(MULTI_TABLE_FEATURE)
     # Column types too (TIMESTAMP_NTZ anywhere in the schema needs timestampNtz).
     used |= set(needed_features(parse_schema(metadata.schema_string)))
+    if "collations" in used:
+        used.add("domainMetadata")  # the feature depends on it (Delta's kernels add both)
+    # A table from a feature's preview era keeps its '<name>-preview' listing.
+    used = {name for name in used if f"{name}-preview" not in writer_features(protocol)}
     return with_features(protocol, writer=sorted(used))
 
 

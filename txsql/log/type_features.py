@@ -5,14 +5,17 @@ readers refuse the table (DuckDB: "contains TIMESTAMP_NTZ columns but does not h
 required 'timestampNtz' feature"). Every schema txsql commits goes through here, nested
 fields (struct fields, array elements, map keys and values) included.
 
+Collated strings (``STRING COLLATE ...``) need the writer feature ``collations``; their
+stats are plain UTF-8 binary bounds, which the protocol always allows (readers never skip
+on them for a collated comparison: txsql.log.file_skipping).
+
 Types refused outright, by name:
 
 * VARIANT: Spark 4 writes variants shredded (a ``typed_value`` field next to ``value``
   and ``metadata``), which is Delta's ``variantShredding`` feature, not plain
   ``variantType``; txsql writes neither.
-* Collated strings (``STRING COLLATE ...``): Delta's collations feature; txsql would
-  compare and sort them as plain strings.
-* Intervals and VOID: Delta tables cannot store them.
+* Intervals and VOID: Delta tables cannot store them (a VOID column Delta Spark made is
+  kept, see :func:`void_columns`).
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ def needed_features(schema: StructType) -> dict[str, str]:
             needed.setdefault(feature, f"{path} ({spelled})")
         if TYPE_CHANGES_KEY in meta:
             needed.setdefault("typeWidening", f"{path} (a widened type)")
+        if meta.get(COLLATIONS_KEY) and isinstance(t, PrimitiveType) and t.name == "string":
+            needed.setdefault("collations", f"{path} (a collated string)")
     return needed
 
 
@@ -91,10 +96,10 @@ def check_storable(schema: StructType, existing_void: frozenset[str] = frozenset
     columns in ``existing_void`` (already in the table) are kept, always NULL.
 
     Raises:
-        UnsupportedFeatureError: a VARIANT or collated string column.
+        UnsupportedFeatureError: a VARIANT column.
         SchemaError: an interval or VOID column (no Delta table can hold one).
     """
-    for path, t, meta in leaves(schema):
+    for path, t, _ in leaves(schema):
         name = t.name if isinstance(t, PrimitiveType) else ""
         if name == "variant":
             refuse_variant_write(path)
@@ -105,15 +110,6 @@ def check_storable(schema: StructType, existing_void: frozenset[str] = frozenset
                 f"column {path} has type {name.upper()}, which a Delta table cannot store",
                 hint="Store intervals as a number of units (e.g. BIGINT seconds), and give "
                 "NULL columns a type with CAST(NULL AS <type>).",
-            )
-        collations = meta.get(COLLATIONS_KEY) if isinstance(meta, dict) else None
-        if collations:
-            listed = ", ".join(f"{k} {v}" for k, v in sorted(collations.items()))
-            raise UnsupportedFeatureError(
-                f"column {path} uses a collation ({listed}), which needs Delta's collations "
-                "table feature; txsql does not write it",
-                hint="Drop the COLLATE clause (CAST(c AS STRING)) so the column holds plain "
-                "strings.",
             )
 
 

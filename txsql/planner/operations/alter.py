@@ -178,7 +178,7 @@ def run_add_columns(ctx: RunContext, statement: AlterAddColumns, text: str) -> R
 
 def new_fields(ctx: RunContext, columns: tuple[ColumnSpec, ...]) -> list[dict[str, Any]]:
     """Spark StructField JSON for column specs (Spark parses every type spelling)."""
-    select = ", ".join(f"CAST(NULL AS {c.type_sql}) AS `{c.name}`" for c in columns)
+    select = ", ".join(f"{c.typed_null()} AS `{c.name}`" for c in columns)
     fields: list[dict[str, Any]] = ctx.spark.sql(f"SELECT {select}").schema.jsonValue()["fields"]
     for field, column in zip(fields, columns):
         field["nullable"] = True

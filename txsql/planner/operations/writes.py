@@ -306,7 +306,7 @@ def schema_from_columns(ctx: RunContext, statement: CreateTable) -> dict[str, An
             hint="e.g. CREATE TABLE t (id BIGINT, name STRING)",
         )
     # Spark parses the types, so every Spark type spelling is accepted exactly as Spark does.
-    select = ", ".join(f"CAST(NULL AS {c.type_sql}) AS {quote(c.name)}" for c in statement.columns)
+    select = ", ".join(f"{c.typed_null()} AS {quote(c.name)}" for c in statement.columns)
     fields = ctx.spark.sql(f"SELECT {select}").schema.jsonValue()["fields"]
     for field, column in zip(fields, statement.columns):
         field["nullable"] = column.nullable

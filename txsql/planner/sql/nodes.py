@@ -64,8 +64,8 @@ _NO_DELTA_TYPE = frozenset({exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ})
 def column_spec(column: exp.ColumnDef) -> ColumnSpec:
     """The spec of one column definition (CREATE TABLE and ALTER TABLE ADD COLUMNS).
 
-    NOT NULL, COMMENT, GENERATED ALWAYS AS (expr), GENERATED ... AS IDENTITY and DEFAULT
-    are applied; every other clause is refused by name.
+    NOT NULL, COMMENT, COLLATE, GENERATED ALWAYS AS (expr), GENERATED ... AS IDENTITY and
+    DEFAULT are applied; every other clause is refused by name.
     """
     kind = column.args.get("kind")
     if kind is None:
@@ -82,6 +82,9 @@ def column_spec(column: exp.ColumnDef) -> ColumnSpec:
             spec = replace(spec, nullable=bool(constraint.kind.args.get("allow_null")))
         elif isinstance(constraint.kind, exp.CommentColumnConstraint):
             spec = replace(spec, comment=constraint.kind.name)
+        elif isinstance(constraint.kind, exp.CollateColumnConstraint):
+            # Spark's type syntax; the table gets the collations feature (a writer feature).
+            spec = replace(spec, collation=constraint.kind.this.name)
         elif (ruled := column_clause(spec, constraint.kind)) is not None:
             spec = ruled
         else:

@@ -41,3 +41,10 @@ class ColumnSpec:
     generated: str | None = None  # GENERATED ALWAYS AS (expr): Spark SQL text
     default: str | None = None  # DEFAULT expr: Spark SQL text
     identity: IdentitySpec | None = None
+    collation: str | None = None  # STRING COLLATE <name>
+
+    def typed_null(self) -> str:
+        """A NULL of this column's type as Spark SQL: Spark then spells the type's JSON."""
+        cast = f"CAST(NULL AS {self.type_sql})"
+        # CAST takes no COLLATE in its type; the COLLATE expression sets it.
+        return f"{cast} COLLATE {self.collation}" if self.collation else cast

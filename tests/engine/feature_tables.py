@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -203,3 +204,46 @@ def collated_table(root: Path) -> None:
         }
         actions.append(add(root, name, {"k": k}, stats))
     write_log(root, [actions])
+
+
+# --- a table with shredded VARIANT files ------------------------------------------------
+
+SHREDDED = ['{"a": 1, "b": "x"}', '{"a": "str", "c": [1, 2]}', "7", '{"a": null}', "null"]
+
+
+def shredded_table(spark: Any, root: Path) -> None:
+    """VARIANT values Spark 4.1 writes shredded (typed_value next to value), under a log
+    with variantType and variantShredding-preview."""
+    staging = root.parent / "staging"
+    conf = {
+        "spark.sql.variant.writeShredding.enabled": "true",
+        "spark.sql.variant.forceShreddingSchemaForTest": "a int, b string",
+    }
+    before = {k: spark.conf.get(k, None) for k in conf}
+    try:
+        for k, v in conf.items():
+            spark.conf.set(k, v)
+        values = ", ".join(f"({i}L, '{text}')" for i, text in enumerate(SHREDDED))
+        df = spark.sql(f"SELECT id, parse_json(j) AS v FROM VALUES {values} AS t(id, j)")
+        df.coalesce(1).write.parquet(str(staging))
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    root.mkdir()
+    (part,) = staging.glob("*.parquet")
+    shutil.move(str(part), root / "part-0.parquet")
+    features = ["variantType", "variantShredding-preview"]
+    write_log(
+        root,
+        [
+            [
+                protocol(features, features),
+                metadata(
+                    [field("id", "long"), field("v", "variant")],
+                    [],
+                    {"delta.enableVariantShredding": "true"},
+                ),
+                add(root, "part-0.parquet", {}, {"numRecords": len(SHREDDED)}),
+            ]
+        ],
+    )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,12 @@ import pytest
 import txsql
 from tests.engine.feature_tables import (
     COLLATED_ROWS,
-    add,
+    SHREDDED,
     collated_table,
     field,
     metadata,
     protocol,
+    shredded_table,
     widened_table,
     write_log,
 )
@@ -168,47 +168,6 @@ def test_unshredded_variant_fixture_reads_like_duckdb(
     assert sorted((r[0],) for r in got) == deltalake_rows(str(path), version, "id")
 
 
-SHREDDED = ['{"a": 1, "b": "x"}', '{"a": "str", "c": [1, 2]}', "7", '{"a": null}', "null"]
-
-
-def shredded_table(spark: Any, root: Path) -> None:
-    """VARIANT values Spark 4.1 writes shredded (typed_value next to value), under a log
-    with variantType and variantShredding-preview."""
-    staging = root.parent / "staging"
-    conf = {
-        "spark.sql.variant.writeShredding.enabled": "true",
-        "spark.sql.variant.forceShreddingSchemaForTest": "a int, b string",
-    }
-    before = {k: spark.conf.get(k, None) for k in conf}
-    try:
-        for k, v in conf.items():
-            spark.conf.set(k, v)
-        values = ", ".join(f"({i}L, '{text}')" for i, text in enumerate(SHREDDED))
-        df = spark.sql(f"SELECT id, parse_json(j) AS v FROM VALUES {values} AS t(id, j)")
-        df.coalesce(1).write.parquet(str(staging))
-    finally:
-        for k, v in before.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
-    root.mkdir()
-    (part,) = staging.glob("*.parquet")
-    shutil.move(str(part), root / "part-0.parquet")
-    features = ["variantType", "variantShredding-preview"]
-    write_log(
-        root,
-        [
-            [
-                protocol(features, features),
-                metadata(
-                    [field("id", "long"), field("v", "variant")],
-                    [],
-                    {"delta.enableVariantShredding": "true"},
-                ),
-                add(root, "part-0.parquet", {}, {"numRecords": len(SHREDDED)}),
-            ]
-        ],
-    )
-
-
 def test_shredded_variant_reads_back_the_values_written(spark: Any, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
@@ -221,23 +180,6 @@ def test_shredded_variant_reads_back_the_values_written(spark: Any, tmp_path: Pa
     assert [json.loads(text) for _, text in got] == [json.loads(t) for t in SHREDDED]
     # DuckDB reassembles the shredded values too (deltalake refuses variantShredding).
     assert [(i, json.loads(text)) for i, text in got] == duckdb_rows(str(path), 0, "*")
-
-
-def test_writes_to_variant_tables_are_refused_by_column(spark: Any, tmp_path: Path) -> None:
-    path = tmp_path / "shredded"
-    shredded_table(spark, path)
-    session = txsql.Session(spark=spark, warehouse=str(tmp_path))
-    before = sorted(path.rglob("*"))
-    ref = f"delta.`{path}`"
-    for statement in (
-        f"DELETE FROM {ref} WHERE id = 1",
-        f"INSERT INTO {ref} SELECT * FROM {ref}",
-        f"INSERT OVERWRITE {ref} SELECT * FROM {ref}",
-        f"OPTIMIZE {ref}",
-    ):
-        with pytest.raises(UnsupportedFeatureError, match=r"column v .*VARIANT.*variantType"):
-            session.sql(statement)
-        assert sorted(path.rglob("*")) == before, statement  # nothing written, not even data
 
 
 def test_collations_fixture_reads_collated_string_types(spark: Any, fixtures_dir: Path) -> None:

@@ -171,13 +171,11 @@ def test_metadata_features_upgrade_the_protocol() -> None:
 
 
 def test_supported_sets_are_deliberate() -> None:
-    # Read-only: shredded VARIANT values are read, never written.
-    assert "variantShredding" in READER_FEATURES_SUPPORTED
-    assert "variantShredding" not in WRITER_FEATURES_SUPPORTED
-    # Widened tables are written at the current (wide) types; so are V2 checkpoints.
-    for name in ("typeWidening", "typeWidening-preview", "v2Checkpoint"):
+    # Widened tables are written at the current (wide) types; shredded VARIANT tables
+    # unshredded (always allowed); V2 checkpoints UUID-named.
+    for name in ("typeWidening", "typeWidening-preview", "v2Checkpoint", "variantShredding"):
         assert name in READER_FEATURES_SUPPORTED & WRITER_FEATURES_SUPPORTED
-    # Listed but unused (deltalake's DV tables): writable; a VARIANT column is refused.
+    assert "geospatial" not in READER_FEATURES_SUPPORTED | WRITER_FEATURES_SUPPORTED
     assert "variantType" in READER_FEATURES_SUPPORTED & WRITER_FEATURES_SUPPORTED
     assert "columnMapping" in READER_FEATURES_SUPPORTED
     assert "columnMapping" in WRITER_FEATURES_SUPPORTED  # 'name' mode; 'id' is refused

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 REQUIRED_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.session.timeZone": "UTC",
+    # Spark 4.1 shreds VARIANT columns by default; Delta allows shredded files only under
+    # variantShredding with delta.enableVariantShredding, and unshredded ones always.
+    "spark.sql.variant.writeShredding.enabled": "false",
 }
 
 

@@ -13,13 +13,11 @@ from collections.abc import Iterable, Mapping
 from txsql.errors import SchemaError, UnsupportedFeatureError
 from txsql.log import properties
 from txsql.log.actions import Metadata, Protocol
-from txsql.log.schema import PrimitiveType, StructType, parse_schema
+from txsql.log.schema import StructType, parse_schema
 from txsql.log.type_features import (
     check_storable,
-    leaves,
     needed_features,
     readable_schema,
-    refuse_variant_write,
     void_columns,
 )
 
@@ -46,14 +44,15 @@ READER_FEATURES_SUPPORTED = frozenset(
 
 # changeDataFeed: DELETE/UPDATE/MERGE write ``cdc`` files (txsql.engine.changes).
 # Constraints, NOT NULL/invariants, generated, identity and default columns are enforced
-# on every write (txsql.engine.write_rules). variantType binds no writer while no column
-# is a VARIANT (deltalake lists it on every DV table); VARIANT columns: check_writable.
+# on every write (txsql.engine.write_rules). VARIANT columns are written unshredded with
+# no min/max stats (txsql.log.type_features); deltalake lists variantType on every DV table.
 WRITER_FEATURES_SUPPORTED = frozenset(
     {"appendOnly", "invariants", "deletionVectors", "timestampNtz", "domainMetadata"}
     | {"inCommitTimestamp", "changeDataFeed", "vacuumProtocolCheck", "columnMapping"}
     | {"checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults"}
     | {"txsqlMultiTableTransactions", "rowTracking", "variantType", "variantType-preview"}
     | {"v2Checkpoint", "typeWidening", "typeWidening-preview", "collations", "collations-preview"}
+    | {"variantShredding", "variantShredding-preview"}  # written unshredded: always allowed
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
@@ -202,14 +201,6 @@ def check_writable(
     """
     check_readable(protocol)
     check_cdc_columns(metadata)
-    # Name the VARIANT column before the feature lists speak (variantType is read-only).
-    variants = [
-        path
-        for path, t, _ in leaves(parse_schema(metadata.schema_string))
-        if t == PrimitiveType("variant")
-    ]
-    if variants:
-        refuse_variant_write(variants[0])
     if protocol.min_writer_version > MAX_WRITER_VERSION:
         raise UnsupportedFeatureError(
             f"this table needs writer version {protocol.min_writer_version}; "

@@ -9,11 +9,12 @@ Collated strings (``STRING COLLATE ...``) need the writer feature ``collations``
 stats are plain UTF-8 binary bounds, which the protocol always allows (readers never skip
 on them for a collated comparison: txsql.log.file_skipping).
 
+VARIANT columns need ``variantType``; txsql writes them unshredded (a ``value`` and a
+``metadata`` binary, txsql.engine.spark turns Spark's shredding off), which every variant
+table allows, and gives them no min/max stats.
+
 Types refused outright, by name:
 
-* VARIANT: Spark 4 writes variants shredded (a ``typed_value`` field next to ``value``
-  and ``metadata``), which is Delta's ``variantShredding`` feature, not plain
-  ``variantType``; txsql writes neither.
 * Intervals and VOID: Delta tables cannot store them (a VOID column Delta Spark made is
   kept, see :func:`void_columns`).
 """
@@ -41,7 +42,10 @@ COLLATIONS_KEY = "__COLLATIONS"
 COLLATION_PROVIDERS = ("spark", "icu")
 
 # Feature each type needs, and how the type is spelled for a user.
-_TYPE_FEATURES = {"timestamp_ntz": ("timestampNtz", "TIMESTAMP_NTZ")}
+_TYPE_FEATURES = {
+    "timestamp_ntz": ("timestampNtz", "TIMESTAMP_NTZ"),
+    "variant": ("variantType", "VARIANT"),
+}
 
 
 def leaves(schema: StructType) -> Iterator[tuple[str, DataType, dict[str, Any]]]:
@@ -96,13 +100,10 @@ def check_storable(schema: StructType, existing_void: frozenset[str] = frozenset
     columns in ``existing_void`` (already in the table) are kept, always NULL.
 
     Raises:
-        UnsupportedFeatureError: a VARIANT column.
         SchemaError: an interval or VOID column (no Delta table can hold one).
     """
     for path, t, _ in leaves(schema):
         name = t.name if isinstance(t, PrimitiveType) else ""
-        if name == "variant":
-            refuse_variant_write(path)
         if name == "void" and path in existing_void:
             continue
         if name.startswith("interval") or name in ("void", "null"):
@@ -111,18 +112,6 @@ def check_storable(schema: StructType, existing_void: frozenset[str] = frozenset
                 hint="Store intervals as a number of units (e.g. BIGINT seconds), and give "
                 "NULL columns a type with CAST(NULL AS <type>).",
             )
-
-
-def refuse_variant_write(column: str) -> None:
-    """Refuse a write to (or of) VARIANT column ``column``: txsql reads VARIANT values but
-    never writes them (Spark 4 writes variants shredded unless told otherwise, which is
-    Delta's variantShredding feature, not plain variantType)."""
-    raise UnsupportedFeatureError(
-        f"column {column} has type VARIANT (table feature variantType): txsql reads VARIANT "
-        "columns but does not write them",
-        hint="Write this table with Delta Spark, or store the value as a JSON STRING "
-        "instead (to_json(v)) and parse it when reading (parse_json(s)).",
-    )
 
 
 @functools.lru_cache(maxsize=64)

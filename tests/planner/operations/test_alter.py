@@ -170,10 +170,14 @@ def test_add_timestamp_ntz_column_lists_its_feature_in_the_same_commit(
     ]
 
 
-def test_add_variant_column_is_refused_by_name(session: txsql.Session) -> None:
-    with pytest.raises(UnsupportedFeatureError, match="column v has type VARIANT"):
-        session.sql("ALTER TABLE t ADD COLUMNS (v VARIANT)")
-    assert log_of(session).latest_version() == 1
+def test_add_variant_column_lists_variant_type(session: txsql.Session) -> None:
+    session.sql("ALTER TABLE t ADD COLUMNS (v VARIANT)")
+    snapshot = log_of(session).snapshot()
+    assert "variantType" in (snapshot.protocol.reader_features or ())
+    assert "variantType" in (snapshot.protocol.writer_features or ())
+    session.sql("""INSERT INTO t (id, v) VALUES (9, parse_json('{"k": [1, 2]}'))""")
+    got = session.sql("SELECT variant_get(v, '$.k[1]', 'int') AS k FROM t WHERE id = 9")
+    assert [r.k for r in got.collect()] == [2]
 
 
 def test_a_table_missing_its_type_feature_is_refused_until_repaired(

@@ -9,11 +9,13 @@ Also here: the ``DEFAULT`` keyword in ``INSERT ... VALUES`` (:func:`replace_defa
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from txsql.engine.spark_types import spark_schema
@@ -83,9 +85,9 @@ def check_column_rules(
 
     computed = {c.name.lower() for c in columns if c.generated is not None or c.identity}
     partitions = {p.lower() for p in partition_columns}
-    # spark_struct, not StructType.fromJson: PySpark's rewrites a field's __COLLATIONS map
-    # in place (dropping the provider), which would then be committed.
-    schema = spark_schema({"type": "struct", "fields": fields})
+    # A copy: PySpark's fromJson rewrites a field's __COLLATIONS map in place (dropping the
+    # provider), and ``fields`` is what the CREATE commits.
+    schema = StructType.fromJson(copy.deepcopy({"type": "struct", "fields": fields}))
     empty = spark.createDataFrame([], schema)
     for spec, field in zip(columns, fields):
         clauses = [spec.generated is not None, spec.identity is not None, spec.default is not None]

@@ -19,7 +19,9 @@ from typing import Any, ClassVar
 
 from sqlglot import exp
 from sqlglot.dialects.databricks import Databricks
+from sqlglot.dialects.spark import Spark
 from sqlglot.generators.databricks import DatabricksGenerator
+from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.databricks import DatabricksParser
 from sqlglot.tokens import TokenType
 
@@ -51,7 +53,7 @@ from txsql.planner.sql.transactions import (
 )
 
 DIALECT = "txsql"
-SPARK = "spark"
+SPARK = "txsqlspark"  # the SQL txsql hands to Spark: see TxSqlSpark below
 
 
 class TxSql(Databricks):
@@ -187,4 +189,16 @@ class TxSql(Databricks):
         }
 
 
-__all__ = ["DIALECT", "SPARK", "TxSql"]
+class TxSqlSpark(Spark):
+    """Spark SQL as txsql writes it for Spark 4.
+
+    sqlglot's Spark dialect targets Sparks without ``parse_json`` and renders
+    ``parse_json('{"a": 1}')`` as the bare string, which would store a STRING where the
+    user wrote a VARIANT: the function is kept as written here.
+    """
+
+    class Generator(SparkGenerator):
+        PARSE_JSON_NAME: str | None = "PARSE_JSON"
+
+
+__all__ = ["DIALECT", "SPARK", "TxSql", "TxSqlSpark"]

@@ -8,7 +8,9 @@ txsql does with each table feature of 2024-26.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 import re
 import shutil
 from pathlib import Path
@@ -23,6 +25,8 @@ from pyspark.sql.types import VariantVal
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.errors import SchemaError, TxSqlError, UnsupportedFeatureError
+from txsql.log.actions import CommitInfo, DomainMetadata, Protocol
+from txsql.log.codec import encode_commit
 from txsql.log.deltalog import DeltaLog
 
 pytestmark = pytest.mark.spark
@@ -188,7 +192,6 @@ REFUSED = [
     ("catalog-owned-preview", "a catalog owns this table's commits", False),
     ("table-with-geo", "geospatial", False),
     ("table-with-icebegCompatV2Enabled", "icebergCompatV2", True),
-    ("rowtracking-clustering-empty", "clustering", True),  # row tracking alone is written
     ("partitioned_with_materialize_feature", "materializePartitionColumns", True),
 ]
 
@@ -347,3 +350,68 @@ def test_create_table_with_a_collated_column(spark: Any, tmp_path: Path) -> None
     assert [r.id for r in found] == [1, 2]
     assert sorted(duckdb_rows(path, 1, "id, name")) == [(1, "Ada"), (2, "ADA"), (3, "bob")]
     assert sorted(deltalake_rows(path, 1, "id, name")) == [(1, "Ada"), (2, "ADA"), (3, "bob")]
+
+
+def test_databricks_row_tracking_clustered_table(
+    spark: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """The Databricks table with rowTracking, clustering and deletion vectors: INSERT,
+    DELETE and insert-only MERGE commit with fresh row ids under the high-water mark;
+    UPDATE, which would have to keep rows' stable ids in materialized columns, is refused
+    by name with the log untouched."""
+    path = _copy(fixtures_dir, tmp_path, "rowtracking-clustering-empty")
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    workout = Workout(s, path)
+    workout.run("INSERT INTO {t} SELECT id FROM range(10)")
+    workout.run("DELETE FROM {t} WHERE id = 3")
+    workout.run(
+        "MERGE INTO {t} t USING (SELECT 42 AS id) s ON t.id = s.id "
+        "WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)"
+    )
+    log = DeltaLog.for_path(path)
+    snapshot = log.snapshot()
+    bases = sorted((f.base_row_id, f.stats) for f in snapshot.files)
+    assert all(base is not None for base, _ in bases)
+    mark = json.loads(snapshot.domains["delta.rowTracking"].configuration)["rowIdHighWaterMark"]
+    assert mark >= 10  # 11 rows inserted: ids 0..10 at least
+    assert all(f.clustering_provider is None for f in snapshot.files)
+    before = _log_state(path)
+    with pytest.raises(UnsupportedFeatureError, match="materialized"):
+        s.sql(f"UPDATE delta.`{path}` SET id = id + 1 WHERE id = 1")
+    assert _log_state(path) == before
+
+
+def test_clustered_table_keeps_its_domain_and_liquid_files(spark: Any, tmp_path: Path) -> None:
+    """A clustered table (made here as Delta Spark lays one out: the clustering feature,
+    the delta.clustering domain, files marked clusteringProvider 'liquid'): writes keep
+    the domain, OPTIMIZE compacts only the files no clustering laid out, ZORDER BY is
+    refused by name, and readers agree after each step."""
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    s.sql("CREATE TABLE c (id BIGINT, v STRING)")
+    for i in range(4):
+        s.sql(f"INSERT INTO c VALUES ({i}, 'v{i}'), ({i + 10}, 'w{i}')")
+    path = s.table("c").location
+    log = DeltaLog.for_path(path)
+    snapshot = log.snapshot()
+    liquid = sorted(snapshot.files, key=lambda f: f.path)[:2]
+    domain = DomainMetadata("delta.clustering", '{"clusteringColumns":[["id"]]}')
+    protocol = Protocol(
+        3, 7, ("deletionVectors",), ("clustering", "deletionVectors", "domainMetadata")
+    )
+    # An add of a path already in the table replaces its entry (the newest add wins).
+    relaid = [
+        dataclasses.replace(f, data_change=False, clustering_provider="liquid") for f in liquid
+    ]
+    actions = [CommitInfo(timestamp=1, operation="CLUSTER BY"), protocol, domain, *relaid]
+    log.store.write_if_absent(snapshot.version + 1, encode_commit(actions))
+    workout = Workout(s, path)
+    workout.run("UPDATE {t} SET v = 'changed' WHERE id = 11")
+    workout.run("OPTIMIZE {t}")
+    after = log.snapshot()
+    assert after.domains["delta.clustering"] == domain
+    kept = {f.path for f in after.files if f.clustering_provider == "liquid"}
+    untouched = {f.path for f in relaid} - {f.path for f in after.tombstones}
+    assert kept == untouched and kept  # liquid files OPTIMIZE did not touch
+    assert sum(1 for f in after.files if f.clustering_provider is None) == 1  # the rest: one
+    with pytest.raises(SchemaError, match="clustered table"):
+        s.sql("OPTIMIZE c ZORDER BY (v)")

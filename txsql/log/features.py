@@ -53,6 +53,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     | {"txsqlMultiTableTransactions", "rowTracking", "variantType", "variantType-preview"}
     | {"v2Checkpoint", "typeWidening", "typeWidening-preview", "collations", "collations-preview"}
     | {"variantShredding", "variantShredding-preview"}  # written unshredded: always allowed
+    | {"clustering"}  # the domain is kept, new files carry no clusteringProvider
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The

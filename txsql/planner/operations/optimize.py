@@ -83,6 +83,10 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     predicate = _partition_predicate(statement, snapshot)
     zorder = _zorder_columns(statement, snapshot)
     considered = files_in_partitions(snapshot, predicate)
+    if not statement.purge:
+        # A file a clustering implementation laid out (Delta's 'liquid') is never compacted
+        # or re-sorted by another: txsql does not cluster (PROTOCOL.md "Clustered Table").
+        considered = [f for f in considered if f.clustering_provider is None]
     target_size = target_file_size(ctx, snapshot)
     bins = plan_bins(considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder))
     rewritten = [f for b in bins for f in b]
@@ -310,6 +314,14 @@ def _partition_predicate(statement: OptimizeTable, snapshot: Snapshot) -> Predic
 
 
 def _zorder_columns(statement: OptimizeTable, snapshot: Snapshot) -> tuple[str, ...]:
+    if statement.zorder and "clustering" in (snapshot.protocol.writer_features or ()):
+        raise SchemaError(
+            f"ZORDER BY cannot run on {statement.target.display}: it is a clustered table "
+            "(liquid clustering), whose layout its clustering columns decide "
+            "[DELTA_CLUSTERING_WITH_ZORDER_BY]",
+            hint="Run OPTIMIZE without ZORDER BY (txsql compacts the files no clustering "
+            "laid out), or cluster with Delta Spark.",
+        )
     names = {f["name"].lower(): f["name"] for f in snapshot.schema_json["fields"]}
     parts = {c.lower() for c in snapshot.partition_columns}
     out = []

@@ -25,7 +25,7 @@ from pyspark.sql.types import VariantVal
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.errors import SchemaError, TxSqlError, UnsupportedFeatureError
-from txsql.log.actions import CommitInfo, DomainMetadata, Protocol
+from txsql.log.actions import Action, CommitInfo, DomainMetadata, Protocol
 from txsql.log.codec import encode_commit
 from txsql.log.deltalog import DeltaLog
 
@@ -402,7 +402,8 @@ def test_clustered_table_keeps_its_domain_and_liquid_files(spark: Any, tmp_path:
     relaid = [
         dataclasses.replace(f, data_change=False, clustering_provider="liquid") for f in liquid
     ]
-    actions = [CommitInfo(timestamp=1, operation="CLUSTER BY"), protocol, domain, *relaid]
+    actions: list[Action] = [CommitInfo(timestamp=1, operation="CLUSTER BY"), protocol, domain]
+    actions += relaid
     log.store.write_if_absent(snapshot.version + 1, encode_commit(actions))
     workout = Workout(s, path)
     workout.run("UPDATE {t} SET v = 'changed' WHERE id = 11")

@@ -44,7 +44,8 @@ def _table(store: LogStore, files: int, policy: str = "v2") -> Snapshot:
     meta = Metadata("m", SCHEMA, configuration={"delta.checkpointPolicy": policy})
     first: list[Action] = [CommitInfo(timestamp=1, operation="CREATE TABLE"), V2, meta]
     first.append(DomainMetadata("com.acme.keep", '{"a":1}'))
-    first += [AddFile(f"f{i}.parquet", {}, 10 + i, 5, stats='{"numRecords":1}') for i in range(files)]
+    stats = '{"numRecords":1}'
+    first += [AddFile(f"f{i}.parquet", {}, 10 + i, 5, stats=stats) for i in range(files)]
     store.write_if_absent(0, encode_commit(first))
     # a tombstone that must survive (fresh), and a new file with row-tracking fields
     second: list[Action] = [

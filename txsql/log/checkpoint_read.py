@@ -103,7 +103,8 @@ def _with_stats_from_parsed(arr: pa.StructArray) -> pa.StructArray:
         arr.field("stats").to_pylist() if "stats" in names else [None] * len(arr)
     )
     parsed = arr.field("stats_parsed")
-    missing = [i for i, s in enumerate(stats) if s is None and parsed[i].is_valid]
+    valid = pc.is_valid(parsed).to_pylist()
+    missing = [i for i, s in enumerate(stats) if s is None and valid[i]]
     if not missing:
         return arr
     for i, row in zip(missing, parsed.take(missing).to_pylist(), strict=True):

@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 from txsql.engine.schema import physical_name
 from txsql.engine.spark_types import spark_schema
 from txsql.log.actions import Metadata
+from txsql.log.checkpoint_stats import split_column
 from txsql.log.stats_json import encode_stats
 
 _PREFIX_LENGTH = 32
@@ -67,32 +68,11 @@ def stats_leaves(
     walk(data_fields, (), ())
     chosen = conf.get("delta.dataSkippingStatsColumns")
     if chosen:
-        wanted = [tuple(_split_column(c.strip().lower())) for c in chosen.split(",") if c.strip()]
+        wanted = [tuple(split_column(c.strip().lower())) for c in chosen.split(",") if c.strip()]
         return [(p, t) for lp, p, t in leaves if any(lp[: len(w)] == w for w in wanted)]
     limit = int(conf.get("delta.dataSkippingNumIndexedCols", "32"))
     selected = leaves if limit < 0 else leaves[:limit]
     return [(p, t) for _, p, t in selected]
-
-
-def _split_column(name: str) -> list[str]:
-    """Split ``a.`b.c`.d`` into its parts (backquotes protect dots)."""
-    parts, current, quoted, i = [], "", False, 0
-    while i < len(name):
-        ch = name[i]
-        if ch == "`":
-            if quoted and name[i + 1 : i + 2] == "`":
-                current += "`"
-                i += 1
-            else:
-                quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-        i += 1
-    parts.append(current)
-    return parts
 
 
 def file_stats(path: str | io.BytesIO, leaves: list[tuple[tuple[str, ...], DataType]]) -> str:

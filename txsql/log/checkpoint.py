@@ -26,6 +26,7 @@ from txsql.log.actions import (
     RemoveFile,
     SetTransaction,
 )
+from txsql.log.checkpoint_stats import StatsStruct, stats_struct
 from txsql.log.codec import action_to_checkpoint_row
 from txsql.log.partition_values import parse_partition_value
 from txsql.log.schema import (
@@ -145,7 +146,12 @@ _DOMAIN = pa.struct(
 _CHECKPOINT_METADATA = pa.struct([("version", pa.int64()), ("tags", _STR_MAP)])
 
 
-def _add_type(partition_parsed: pa.StructType | None, clustering: bool) -> pa.StructType:
+def _add_type(
+    partition_parsed: pa.StructType | None,
+    clustering: bool,
+    stats_json: bool = True,
+    stats_parsed: pa.StructType | None = None,
+) -> pa.StructType:
     fields = [
         ("path", pa.string()),
         ("partitionValues", _STR_MAP),
@@ -159,7 +165,10 @@ def _add_type(partition_parsed: pa.StructType | None, clustering: bool) -> pa.St
     ]
     if clustering:
         fields.append(("clusteringProvider", pa.string()))
-    fields.append(("stats", pa.string()))
+    if stats_json:
+        fields.append(("stats", pa.string()))
+    if stats_parsed is not None:
+        fields.append(("stats_parsed", stats_parsed))
     if partition_parsed is not None and partition_parsed.num_fields:
         fields.append(("partitionValues_parsed", partition_parsed))
     return pa.struct(fields)
@@ -169,9 +178,12 @@ def checkpoint_schema(snapshot: Snapshot) -> pa.Schema:
     """The Parquet schema of a classic checkpoint of ``snapshot`` (Delta Spark's order)."""
     clustering = any(f.clustering_provider is not None for f in snapshot.files)
     parsed = partition_struct_type(snapshot.metadata) if snapshot.partition_columns else None
+    stats = _stats_struct(snapshot)
+    stats_type = None if stats is None else stats.arrow_type
+    add = _add_type(parsed, clustering, _stats_as_json(snapshot), stats_type)
     fields = [
         pa.field("txn", _TXN),
-        pa.field("add", _add_type(parsed, clustering)),
+        pa.field("add", add),
         pa.field("remove", _REMOVE),
         pa.field("metaData", _METADATA),
         pa.field("protocol", _PROTOCOL),
@@ -180,6 +192,17 @@ def checkpoint_schema(snapshot: Snapshot) -> pa.Schema:
     if _uses_v2_spec(snapshot):
         fields.append(pa.field("checkpointMetadata", _CHECKPOINT_METADATA))
     return pa.schema(fields)
+
+
+def _stats_as_json(snapshot: Snapshot) -> bool:
+    return properties.checkpoint_stats_as_json(snapshot.configuration)
+
+
+def _stats_struct(snapshot: Snapshot) -> StatsStruct | None:
+    """The ``stats_parsed`` layout when ``writeStatsAsStruct`` asks for it."""
+    if not properties.checkpoint_stats_as_struct(snapshot.configuration):
+        return None
+    return stats_struct(snapshot.metadata)
 
 
 def _uses_v2_spec(snapshot: Snapshot) -> bool:
@@ -211,7 +234,10 @@ def checkpoint_actions(snapshot: Snapshot, now_ms: int | None = None) -> list[Ac
 
 
 def _adds_column(
-    files: list[AddFile], add_type: pa.StructType, parsed: PartitionFields | None
+    files: list[AddFile],
+    add_type: pa.StructType,
+    parsed: PartitionFields | None,
+    stats: StatsStruct | None = None,
 ) -> pa.StructArray:
     """The ``add`` column built child by child (much faster than one dict per row)."""
     dvs = [f.deletion_vector for f in files]
@@ -244,6 +270,8 @@ def _adds_column(
         values["partitionValues_parsed"] = pa.array(
             rows, add_type.field("partitionValues_parsed").type
         )
+    if stats is not None:
+        values["stats_parsed"] = stats.column([f.stats for f in files])
     return pa.StructArray.from_arrays([values[f.name] for f in add_type], fields=list(add_type))
 
 
@@ -276,7 +304,7 @@ def checkpoint_table(snapshot: Snapshot, now_ms: int | None = None) -> pa.Table:
         head = pa.array(rows[f.name][: len(others)], type=f.type)
         tail = pa.array(rows[f.name][len(others) :], type=f.type)
         if f.name == "add":
-            middle = _adds_column(adds, add_type, parsed)
+            middle = _adds_column(adds, add_type, parsed, _stats_struct(snapshot))
         else:
             middle = pa.nulls(len(adds), f.type)
         arrays.append(pa.concat_arrays([head, middle, tail]))

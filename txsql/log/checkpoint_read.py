@@ -22,6 +22,7 @@ from txsql.log.actions import (
     Sidecar,
 )
 from txsql.log.codec import action_from_checkpoint_row, action_to_checkpoint_row, decode_commit
+from txsql.log.stats_json import stats_from_parsed
 from txsql.storage.logstore import LogStore
 from txsql.storage.paths import SIDECAR_DIR
 
@@ -36,7 +37,8 @@ ACTION_COLUMNS = (
     "add",
     "remove",
 )
-# Typed duplicates of JSON fields (data skipping only); skipping them saves conversion time.
+# Typed duplicates of JSON fields; dropped once ``stats`` has been filled from
+# ``stats_parsed`` where only that was written (writeStatsAsJson=false).
 _DERIVED = frozenset(("partitionValues_parsed", "stats_parsed"))
 # The add fields the columnar fast path converts; any other field takes the per-row codec
 # path so nothing unknown is dropped.
@@ -75,6 +77,8 @@ def _parquet_actions(data: bytes, source: str, columns: Iterable[str]) -> list[A
         if arr.null_count == len(arr):
             continue
         arr = arr.filter(pc.is_valid(arr))
+        if name == "add" and "stats_parsed" in arr.type.names:
+            arr = _with_stats_from_parsed(arr)
         if isinstance(arr.type, pa.StructType) and any(f.name in _DERIVED for f in arr.type):
             keep = [f.name for f in arr.type if f.name not in _DERIVED]
             arr = pa.StructArray.from_arrays([arr.field(k) for k in keep], names=keep)
@@ -86,6 +90,30 @@ def _parquet_actions(data: bytes, source: str, columns: Iterable[str]) -> list[A
             if action is not None:
                 out.append(action)
     return out
+
+
+def _with_stats_from_parsed(arr: pa.StructArray) -> pa.StructArray:
+    """``arr`` (all valid) with ``stats`` built from ``stats_parsed`` where it is missing.
+
+    The JSON string is what the rest of txsql keeps (replay, data skipping, the next
+    checkpoint), so a checkpoint carrying only the struct must not lose the stats.
+    """
+    names = list(arr.type.names)
+    stats: list[str | None] = (
+        arr.field("stats").to_pylist() if "stats" in names else [None] * len(arr)
+    )
+    parsed = arr.field("stats_parsed")
+    valid = pc.is_valid(parsed).to_pylist()
+    missing = [i for i, s in enumerate(stats) if s is None and valid[i]]
+    if not missing:
+        return arr
+    for i, row in zip(missing, parsed.take(missing).to_pylist(), strict=True):
+        stats[i] = stats_from_parsed(row)
+    children = {n: arr.field(n) for n in names}
+    children["stats"] = pa.array(stats, pa.string())
+    keep = [n for n in (*names, "stats") if n not in _DERIVED]
+    keep = list(dict.fromkeys(keep))
+    return pa.StructArray.from_arrays([children[n] for n in keep], names=keep)
 
 
 _DV_FIELDS = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality", "offset")

@@ -52,6 +52,12 @@ class TableProperties:
     RANDOMIZE_FILE_PREFIXES_DEFAULT = "false"
     CHECKPOINT_POLICY = "delta.checkpointPolicy"
     CHECKPOINT_POLICY_DEFAULT = "classic"
+    CHECKPOINT_WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
+    CHECKPOINT_WRITE_STATS_AS_JSON_DEFAULT = "true"
+    # The protocol's default; Delta Spark defaults to true, so Spark-made checkpoints of
+    # tables without the key still carry ``stats_parsed``.
+    CHECKPOINT_WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+    CHECKPOINT_WRITE_STATS_AS_STRUCT_DEFAULT = "false"
 
 
 P = TableProperties
@@ -158,12 +164,12 @@ _VALIDATORS: dict[str, Callable[[str], str]] = {
     P.ENABLE_CHANGE_DATA_FEED: _bool,
     P.RANDOMIZE_FILE_PREFIXES: _bool,
     P.CHECKPOINT_POLICY: _one_of("classic", "v2"),
+    P.CHECKPOINT_WRITE_STATS_AS_JSON: _bool,
+    P.CHECKPOINT_WRITE_STATS_AS_STRUCT: _bool,
     # Keys other Delta engines write that txsql stores but does not interpret.
     "delta.minReaderVersion": _int_at_least(1),
     "delta.minWriterVersion": _int_at_least(1),
     "delta.columnMapping.maxColumnId": _int_at_least(0),
-    "delta.checkpoint.writeStatsAsJson": _bool,
-    "delta.checkpoint.writeStatsAsStruct": _bool,
     "delta.dataSkippingStringPrefixLength": _int_at_least(0),
     "delta.enableExpiredLogCleanup": _bool,
     "delta.enableRowTracking": _bool,
@@ -301,6 +307,26 @@ def column_mapping_mode(conf: Mapping[str, str]) -> str:
 def checkpoint_policy(conf: Mapping[str, str]) -> str:
     """``classic`` or ``v2``."""
     return _get(conf, P.CHECKPOINT_POLICY, P.CHECKPOINT_POLICY_DEFAULT)
+
+
+def checkpoint_stats_as_json(conf: Mapping[str, str]) -> bool:
+    """Whether checkpoint ``add`` rows carry the ``stats`` JSON string.
+
+    >>> checkpoint_stats_as_json({}), checkpoint_stats_as_json({P.CHECKPOINT_WRITE_STATS_AS_JSON: "False"})
+    (True, False)
+    """  # noqa: E501
+    default = P.CHECKPOINT_WRITE_STATS_AS_JSON_DEFAULT
+    return _get(conf, P.CHECKPOINT_WRITE_STATS_AS_JSON, default) == "true"
+
+
+def checkpoint_stats_as_struct(conf: Mapping[str, str]) -> bool:
+    """Whether checkpoint ``add`` rows carry the typed ``stats_parsed`` struct.
+
+    >>> checkpoint_stats_as_struct({}), checkpoint_stats_as_struct({P.CHECKPOINT_WRITE_STATS_AS_STRUCT: "true"})
+    (False, True)
+    """  # noqa: E501
+    default = P.CHECKPOINT_WRITE_STATS_AS_STRUCT_DEFAULT
+    return _get(conf, P.CHECKPOINT_WRITE_STATS_AS_STRUCT, default) == "true"
 
 
 def data_skipping_num_indexed_cols(conf: Mapping[str, str]) -> int:

@@ -15,8 +15,10 @@ the data, so two rules keep their answers right:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -50,6 +52,62 @@ def _encode_scalar(value: Any) -> str:
         raise ValueError(f"stats value {value} is not a JSON number")
     # allow_nan=False: nothing can slip a bare NaN/Infinity literal into the log.
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def stats_from_parsed(parsed: Mapping[str, Any] | None) -> str | None:
+    """The stats JSON of a checkpoint's ``stats_parsed`` struct (``to_pylist`` shape).
+
+    Spelled as Delta writes stats: dates ``YYYY-MM-DD``, timestamps ISO-8601 in UTC with
+    milliseconds (microseconds when they are not whole), exact decimals; nulls, binary
+    values and NaN bounds are left out, infinities quoted.
+
+    >>> ts = dt.datetime(1, 1, 2, 3, 4, 5, 6000, tzinfo=dt.timezone.utc)
+    >>> stats_from_parsed({"numRecords": 2, "minValues": {"t": ts, "s": {"x": None}},
+    ...     "maxValues": {"f": float("inf"), "m": Decimal("1.50")}, "tightBounds": None})
+    '{"numRecords":2,"minValues":{"t":"0001-01-02T03:04:05.006Z"},"maxValues":{"f":"Infinity","m":1.50}}'
+    >>> stats_from_parsed(None) is None
+    True
+    """
+    if not parsed:
+        return None
+    out = _json_members(parsed)
+    return encode_stats(out) if out else None
+
+
+def _json_members(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            inner = _json_members(value)
+            if inner:
+                out[key] = inner
+            continue
+        converted = _json_stat(value)
+        if converted is not None:
+            out[key] = converted
+    return out
+
+
+def _json_stat(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None  # NaN bounds nothing
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, dt.datetime):
+        zone = ""
+        if value.tzinfo is not None:
+            value, zone = value.astimezone(dt.timezone.utc).replace(tzinfo=None), "Z"
+        v, us = value, value.microsecond
+        fraction = f"{us // 1000:03d}" if us % 1000 == 0 else f"{us:06d}"
+        day = f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
+        return f"{day}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{fraction}{zone}"
+    if isinstance(value, dt.date):
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    if isinstance(value, (bytes, bytearray)):
+        return None  # Delta keeps no binary bounds
+    return value
 
 
 def loosen_stats(stats: str | None) -> str | None:

@@ -26,7 +26,7 @@ from txsql.log.actions import (
     RemoveFile,
     SetTransaction,
 )
-from txsql.log.checkpoint_stats import StatsStruct, stats_struct
+from txsql.log.checkpoint_stats import BOUNDED_TYPES, StatsStruct, stats_struct
 from txsql.log.codec import action_to_checkpoint_row
 from txsql.log.partition_values import parse_partition_value
 from txsql.log.schema import (
@@ -43,18 +43,10 @@ from txsql.storage.paths import LAST_CHECKPOINT, checkpoint_name
 
 # --- partitionValues_parsed ---------------------------------------------------------
 
+# Partition values take every primitive type a bound does, plus booleans and binaries.
 _PRIMITIVES: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "long": pa.int64(),
-    "integer": pa.int32(),
-    "short": pa.int16(),
-    "byte": pa.int8(),
-    "float": pa.float32(),
-    "double": pa.float64(),
+    **BOUNDED_TYPES,
     "boolean": pa.bool_(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
     "binary": pa.binary(),
 }
 

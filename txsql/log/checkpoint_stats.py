@@ -42,7 +42,7 @@ from txsql.log.schema import (
 
 Path = tuple[str, ...]
 
-_BOUNDED: dict[str, pa.DataType] = {
+BOUNDED_TYPES: dict[str, pa.DataType] = {
     "long": pa.int64(),
     "integer": pa.int32(),
     "short": pa.int16(),
@@ -73,7 +73,7 @@ class StatsLeaf:
         if isinstance(t, PrimitiveType):
             # A collated string is bounded in binary order, stored as a plain string.
             name = "string" if t.name.startswith("string collate") else t.name
-            return _BOUNDED.get(name)
+            return BOUNDED_TYPES.get(name)
         return None
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Row
-from pyspark.sql.types import VariantVal
+from pyspark.sql.types import NumericType, VariantVal
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
@@ -80,8 +80,11 @@ class Workout:
     ) -> None:
         self.s, self.path, self.duckdb, self.deltalake = s, path, duckdb, deltalake
         self.table = f"delta.`{path}`"
-        self.columns = [f.name for f in s.table(path).to_spark().schema.fields]
-        self.key = self.columns[0]
+        fields = s.table(path).to_spark().schema.fields
+        self.columns = [f.name for f in fields]
+        # The statements do arithmetic on the key: the first numeric column.
+        numeric = [f.name for f in fields if isinstance(f.dataType, NumericType)]
+        self.key = (numeric or self.columns)[0]
 
     def check(self, version: int) -> list[Any]:
         ours = _txsql_rows(self.s, self.path, version, self.columns)
@@ -192,7 +195,6 @@ REFUSED = [
     ("catalog-owned-preview", "a catalog owns this table's commits", False),
     ("table-with-geo", "geospatial", False),
     ("table-with-icebegCompatV2Enabled", "icebergCompatV2", True),
-    ("partitioned_with_materialize_feature", "materializePartitionColumns", True),
 ]
 
 STATEMENTS = [
@@ -243,6 +245,7 @@ WRITABLE = [
     ("type-widening", True, False),  # deltalake refuses typeWidening-preview
     ("void-column", False, True),  # DuckDB refuses a VOID column
     ("unshredded-variant", True, False),  # deltalake hands VARIANTs over as raw binaries
+    ("partitioned_with_materialize_feature", True, True),
     ("v2-checkpoints-json-with-sidecars", True, True),
     ("v2-checkpoints-parquet-with-sidecars", True, True),
     ("v2-parquet-sidecars-struct-stats-only", True, True),
@@ -416,3 +419,24 @@ def test_clustered_table_keeps_its_domain_and_liquid_files(spark: Any, tmp_path:
     assert sum(1 for f in after.files if f.clustering_provider is None) == 1  # the rest: one
     with pytest.raises(SchemaError, match="clustered table"):
         s.sql("OPTIMIZE c ZORDER BY (v)")
+
+
+def test_materialized_partition_columns_are_in_every_new_file(
+    spark: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    path = _copy(fixtures_dir, tmp_path, "partitioned_with_materialize_feature")
+    s = txsql.Session(spark=spark, warehouse=str(tmp_path))
+    log = DeltaLog.for_path(path)
+    before = {f.path for f in log.snapshot().files}
+    workout = Workout(s, path)
+    workout.run("INSERT INTO {t} VALUES ('q', 100, 1.5), ('r', 101, 2.5)")
+    workout.run("UPDATE {t} SET number = number + 1 WHERE letter = 'q'")
+    workout.run("OPTIMIZE {t}")
+    new = [f for f in log.snapshot().files if f.path not in before]
+    assert new
+    for f in new:
+        table = pq.read_table(Path(path) / f.path)
+        assert table.column_names[-1] == "letter" or "letter" in table.column_names
+        assert set(table.column("letter").to_pylist()) == {f.partition_values["letter"]}
+        stats = json.loads(f.stats or "{}")
+        assert "letter" not in stats.get("minValues", {})  # no stats for partition columns

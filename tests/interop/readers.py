@@ -25,7 +25,7 @@ def duckdb_connection() -> duckdb.DuckDBPyConnection:
 def duckdb_rows(path: str, version: int, columns: str) -> list[tuple[Any, ...]]:
     con = duckdb_connection()
     try:
-        return sorted(
+        return _sorted(
             con.execute(
                 f"SELECT {columns} FROM delta_scan('{path}', version => {version})"
             ).fetchall()
@@ -39,4 +39,12 @@ def deltalake_rows(path: str, version: int, columns: str) -> list[tuple[Any, ...
     result = pa.table(
         QueryBuilder().register("t", table).execute(f"SELECT {columns} FROM t").read_all()
     )
-    return sorted(zip(*(result.column(i).to_pylist() for i in range(result.num_columns))))
+    return _sorted(list(zip(*(result.column(i).to_pylist() for i in range(result.num_columns)))))
+
+
+def _sorted(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows in their natural order; by their text where NULLs make values incomparable."""
+    try:
+        return sorted(rows)
+    except TypeError:
+        return sorted(rows, key=repr)

@@ -31,6 +31,15 @@ REQUIRED_CONF = {
 }
 
 
+RETENTION_CONF = {
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "5000",
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.ui.dagGraph.retainedRootRDDs": "50",
+}
+
+
 # Environment variable naming the file the local JVM's own output goes to (see below).
 SPARK_LOG_ENV = "TXSQL_SPARK_LOG"
 
@@ -73,6 +82,10 @@ def local_session(master: str = "local[*]", app_name: str = "txsql") -> SparkSes
         "spark.app.name": app_name,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # With no UI, Spark's status store still keeps the last 1,000 jobs, stages and SQL
+        # executions (plans included): the JVM heap grew by ~100 MB per 1,000 statements
+        # until it filled (benchmarks/soak.py). A few dozen serve every status query.
+        **RETENTION_CONF,
         "spark.sql.shuffle.partitions": "4",
         "spark.driver.memory": os.environ.get("TXSQL_DRIVER_MEMORY", "2g"),
         "spark.sql.execution.arrow.pyspark.enabled": "true",

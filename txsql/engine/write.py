@@ -40,11 +40,13 @@ from txsql.engine.write_rules import apply_write_rules, rule_error
 from txsql.engine.written_files import (
     add_path,
     describe_written_files,
+    partition_directory,
     partition_types,
     partition_values,
 )
 from txsql.errors import DiskFullError, SchemaError, StorageError
-from txsql.log.actions import AddFile, Metadata
+from txsql.log import features
+from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import make_dirs, sync_files, write_error
@@ -80,6 +82,7 @@ def write_data_files(
     rewrite: bool = False,
     identity: bool = False,
     conformed: bool = False,
+    protocol: Protocol | None = None,
 ) -> list[AddFile]:
     """Write ``df`` as new data files of the table described by ``metadata``.
 
@@ -101,6 +104,8 @@ def write_data_files(
         conformed: ``df`` holds exactly the table's columns, in order, each cast to its type
             (UPDATE's projection does that): where physical and logical columns are the
             same, the write then adds no projection of its own.
+        protocol: The table's protocol, for what its features ask of data files
+            (materializePartitionColumns: partition columns also in the files).
 
     Returns:
         One ``add`` per file, sorted by path: relative URI-encoded path, size,
@@ -132,14 +137,27 @@ def write_data_files(
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))
+    materialized = bool(schema.partition_columns) and features.materializes_partitions(protocol)
+    if materialized:  # the files keep the columns; Spark partitions by copies of them
+        projected = projected.selectExpr(
+            "*",
+            *[
+                f"{quote(c.physical_name)} AS {quote(partition_directory(c.physical_name, True))}"
+                for c in schema.partition_columns
+            ],
+        )
     # "append" into a fresh, unique directory: Spark Connect rejects "errorifexists" here.
     writer = projected.write.mode("append")
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", max_records_per_file)
     if schema.partition_columns:
-        writer = writer.partitionBy(*[c.physical_name for c in schema.partition_columns])
+        writer = writer.partitionBy(
+            *[partition_directory(c.physical_name, materialized) for c in schema.partition_columns]
+        )
     if not location.is_local:
-        return _write_to_object_store(writer, location.root, metadata, schema_json, schema)
+        return _write_to_object_store(
+            writer, location.root, metadata, schema_json, schema, materialized
+        )
     root = location.path
     staging = os.path.join(root, STAGING_DIR, uuid.uuid4().hex)
     try:
@@ -169,7 +187,7 @@ def write_data_files(
         adds.append(
             AddFile(
                 path=add_path(rel),
-                partition_values=partition_values(rel, types),
+                partition_values=partition_values(rel, types, materialized),
                 size=st.st_size,
                 modification_time=int(st.st_mtime * 1000),
                 data_change=True,
@@ -180,7 +198,12 @@ def write_data_files(
 
 
 def _write_to_object_store(
-    writer: Any, root: str, metadata: Metadata, schema_json: dict[str, Any], schema: TableSchema
+    writer: Any,
+    root: str,
+    metadata: Metadata,
+    schema_json: dict[str, Any],
+    schema: TableSchema,
+    materialized: bool,
 ) -> list[AddFile]:
     """Object stores: Spark writes straight to the final names, no staging rename.
 
@@ -200,7 +223,9 @@ def _write_to_object_store(
         if typed is None:
             raise
         raise typed from exc
-    return describe_written_files(file_io_for(root), root, directory, metadata, schema_json, schema)
+    return describe_written_files(
+        file_io_for(root), root, directory, metadata, schema_json, schema, materialized
+    )
 
 
 _DISK_FULL_MESSAGES = ("No space left on device", "File too large", "Disk quota exceeded")

@@ -40,6 +40,7 @@ def describe_written_files(
     metadata: Metadata,
     schema_json: dict[str, Any],
     schema: TableSchema,
+    materialized: bool = False,
 ) -> list[AddFile]:
     """``add`` actions for the Parquet part files below ``root/directory`` on ``fs``.
 
@@ -60,7 +61,7 @@ def describe_written_files(
         adds.append(
             AddFile(
                 path=add_path(rel),
-                partition_values=partition_values(rel, types),
+                partition_values=partition_values(rel, types, materialized),
                 size=status.size,
                 modification_time=status.modification_time,
                 data_change=True,
@@ -90,13 +91,26 @@ def partition_types(metadata: Metadata, schema: TableSchema) -> dict[str, log_sc
     return {c.physical_name: types[c.logical_name] for c in schema.partition_columns}
 
 
-def partition_values(rel: str, types: dict[str, log_schema.DataType]) -> dict[str, str | None]:
+def partition_directory(physical_name: str, materialized: bool) -> str:
+    """The name of the ``name=value`` directories Spark writes for a partition column.
+
+    When the files also hold the column (materializePartitionColumns), Spark partitions by
+    a copy, since it drops the partition-by columns from the files; readers take values from
+    the log, so the directory name is free.
+    """
+    return f"{physical_name}__partition" if materialized else physical_name
+
+
+def partition_values(
+    rel: str, types: dict[str, log_schema.DataType], materialized: bool = False
+) -> dict[str, str | None]:
     """Read the typed partition values back from Spark's ``name=value`` directories."""
+    by_directory = {partition_directory(n, materialized): n for n in types}
     values: dict[str, str | None] = {}
     for part in rel.split(os.sep)[:-1]:
-        name, _, text = part.partition("=")
-        name = unquote(name)
-        if name not in types:
+        directory, _, text = part.partition("=")
+        name = by_directory.get(unquote(directory))
+        if name is None:
             continue
         raw = None if text == _HIVE_NULL else unquote(text)
         typed = parse_partition_value(raw, types[name])

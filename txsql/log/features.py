@@ -54,6 +54,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     | {"v2Checkpoint", "typeWidening", "typeWidening-preview", "collations", "collations-preview"}
     | {"variantShredding", "variantShredding-preview"}  # written unshredded: always allowed
     | {"clustering"}  # the domain is kept, new files carry no clusteringProvider
+    | {"materializePartitionColumns"}  # txsql.engine.write keeps them in the files
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
@@ -186,6 +187,15 @@ def check_cdc_columns(metadata: Metadata) -> None:
             "[DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS]",
             hint="Rename those columns, or leave delta.enableChangeDataFeed off.",
         )
+
+
+def materializes_partitions(protocol: Protocol | None) -> bool:
+    """Whether new data files must also hold the partition columns.
+
+    >>> materializes_partitions(Protocol(3, 7, (), ("materializePartitionColumns",)))
+    True
+    """
+    return protocol is not None and "materializePartitionColumns" in writer_features(protocol)
 
 
 def check_writable(

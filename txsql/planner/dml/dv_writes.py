@@ -326,7 +326,14 @@ def _copy_on_write(
     kept = scan.join(deleted, condition, "left_anti").drop(file_column, row_column)
     # Copies of committed rows: the column rules held when they were written.
     adds = count_job(
-        lambda: write_data_files(spark, kept, snapshot.table_root, snapshot.metadata, enforce=False)
+        lambda: write_data_files(
+            spark,
+            kept,
+            snapshot.table_root,
+            snapshot.metadata,
+            enforce=False,
+            protocol=snapshot.protocol,
+        )
     )
     outcome.written_paths += [resolve_path(snapshot.table_root, a.path) for a in adds]
     for add in files:

@@ -228,7 +228,14 @@ def _rewrite(
         rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
     rows = rows.select(*[F.col(quote(c)) for c in table_columns])
     # Copies of committed rows: the column rules held when they were written.
-    adds = write_data_files(ctx.spark, rows, snapshot.table_root, snapshot.metadata, enforce=False)
+    adds = write_data_files(
+        ctx.spark,
+        rows,
+        snapshot.table_root,
+        snapshot.metadata,
+        enforce=False,
+        protocol=snapshot.protocol,
+    )
     return [replace(a, data_change=False) for a in adds]
 
 

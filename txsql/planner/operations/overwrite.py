@@ -106,11 +106,18 @@ def run_insert_overwrite(ctx: RunContext, statement: InsertOverwrite, text: str)
     else:
         removed = list(snapshot.files)
         txn.record_scan(TRUE, removed)
-    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata)
+    adds = write_data_files(
+        ctx.spark, df, snapshot.table_root, snapshot.metadata, protocol=snapshot.protocol
+    )
     copies: list[AddFile] = []
     if kept is not None:
         copies = write_data_files(
-            ctx.spark, kept, snapshot.table_root, snapshot.metadata, enforce=False
+            ctx.spark,
+            kept,
+            snapshot.table_root,
+            snapshot.metadata,
+            enforce=False,
+            protocol=snapshot.protocol,
         )
     if dynamic:
         removed = _dynamic_removes(txn, snapshot, adds)

@@ -109,7 +109,7 @@ def replace_table(ctx: RunContext, statement: CreateTable, text: str, log: Delta
     adds: list[AddFile] = []
     try:
         if df is not None:
-            adds = write_data_files(ctx.spark, df, log.table_root, metadata)
+            adds = write_data_files(ctx.spark, df, log.table_root, metadata, protocol=protocol)
             actions.extend(adds)
         txn.stage(actions)
         metrics = None if df is None else WriteMetrics.of(adds)

@@ -108,6 +108,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                             snapshot.metadata,
                             rewrite=True,
                             conformed=True,
+                            protocol=snapshot.protocol,
                         )
                     )
                 written = [resolve_path(snapshot.table_root, a.path) for a in adds]

@@ -106,7 +106,7 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
         try:
             root_existed = claim_location(location)
             if df is not None:
-                adds = write_data_files(ctx.spark, df, log.table_root, metadata)
+                adds = write_data_files(ctx.spark, df, log.table_root, metadata, protocol=protocol)
                 actions.extend(adds)
             operation = create_operation(statement)
             parameters = {
@@ -226,7 +226,14 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
         # A VALUES list is a handful of rows on the driver, which Spark spreads over one task
         # per core: a tiny file each (see ONE_TASK_ROWS).
         df = df.coalesce(1)
-    adds = write_data_files(ctx.spark, df, snapshot.table_root, snapshot.metadata, identity=True)
+    adds = write_data_files(
+        ctx.spark,
+        df,
+        snapshot.table_root,
+        snapshot.metadata,
+        identity=True,
+        protocol=snapshot.protocol,
+    )
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     metrics = WriteMetrics.of(adds)
@@ -248,7 +255,9 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     )  # before any file
     conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
     root, metadata = snapshot.table_root, snapshot.metadata
-    adds = write_data_files(ctx.spark, conformed, root, metadata, identity=True)
+    adds = write_data_files(
+        ctx.spark, conformed, root, metadata, identity=True, protocol=snapshot.protocol
+    )
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     metrics = WriteMetrics.of(adds)

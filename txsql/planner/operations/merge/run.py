@@ -304,7 +304,12 @@ def _write_new_rows(
     )
     return count_job(
         lambda: write_data_files(
-            ctx.spark, fitted, snapshot.table_root, snapshot.metadata, rewrite=True
+            ctx.spark,
+            fitted,
+            snapshot.table_root,
+            snapshot.metadata,
+            rewrite=True,
+            protocol=snapshot.protocol,
         )
     )
 

@@ -2,7 +2,8 @@
 
 Runs ``--warmup`` statements, then ``--statements`` more, and prints per 1,000 statements
 after the warm-up: the Python driver's RSS growth, the JVM's heap in use after a full GC
-(read with ``jcmd``, outside Spark), and how many temp views Spark's catalog holds. The
+(the live objects ``jcmd GC.class_histogram`` counts, read outside Spark; the classes that
+grew most are listed), and how many temp views Spark's catalog holds. The
 peer is the same session before the measured statements (growth, not absolute size).
 
     python benchmarks/soak.py --warmup 300 --statements 1000
@@ -11,7 +12,7 @@ peer is the same session before the measured statements (growth, not absolute si
 from __future__ import annotations
 
 import argparse
-import re
+import gc
 import resource
 import subprocess
 import tempfile
@@ -45,15 +46,19 @@ def jvm_pid() -> int | None:
     return None
 
 
-def heap_after_gc_mb(pid: int | None) -> float | None:
+def class_histogram(pid: int | None) -> dict[str, int]:
+    """Bytes per JVM class of live objects (``jcmd GC.class_histogram`` runs a full GC)."""
     if pid is None:
-        return None
-    subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, check=False)
-    info = subprocess.run(
-        ["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, check=False
+        return {}
+    text = subprocess.run(
+        ["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True, check=False
     ).stdout
-    used = re.search(r"used (\d+)K", info)
-    return int(used.group(1)) / 1024 if used else None
+    sizes: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].endswith(":") and parts[2].isdigit():
+            sizes[parts[3]] = int(parts[2])
+    return sizes
 
 
 def temp_views(spark: Any) -> int:
@@ -77,19 +82,27 @@ def main() -> None:
     session.sql("INSERT INTO t VALUES (1, 0), (2, 0), (3, 0)")
     pid = jvm_pid()
     run(session, args.warmup, 0)
-    before = (rss_mb(), heap_after_gc_mb(pid), temp_views(session.spark))
+    gc.collect()  # Python-side handles of JVM objects go first, then the JVM's own GC
+    classes = class_histogram(pid)
+    before = (rss_mb(), temp_views(session.spark))
     started = time.perf_counter()
     run(session, args.statements, args.warmup)
     seconds = time.perf_counter() - started
-    after = (rss_mb(), heap_after_gc_mb(pid), temp_views(session.spark))
+    gc.collect()
+    after = (rss_mb(), temp_views(session.spark))
+    grown = class_histogram(pid)
     scale = 1000 / args.statements
     print(f"{args.statements} statements after {args.warmup} warm-up: {seconds:.1f} s")
     print(f"driver RSS growth per 1000: {(after[0] - before[0]) * scale:+.1f} MB")
-    if before[1] is not None and after[1] is not None:
-        print(f"JVM heap after full GC, growth per 1000: {(after[1] - before[1]) * scale:+.1f} MB")
-    else:
+    if not grown:
         print("JVM heap: jcmd found no Spark JVM")
-    print(f"temp views in Spark's catalog: {before[2]} before, {after[2]} after")
+    live = (sum(grown.values()) - sum(classes.values())) * scale / 2**20
+    print(f"JVM heap in use after a full GC (live objects), growth per 1000: {live:+.1f} MB")
+    print(f"temp views in Spark's catalog: {before[1]} before, {after[1]} after")
+    growth = sorted(((grown[k] - classes.get(k, 0), k) for k in grown), reverse=True)[:12]
+    print("JVM classes growing most (MB):")
+    for size, name in growth:
+        print(f"  {size / 2**20:+8.1f}  {name}")
 
 
 if __name__ == "__main__":

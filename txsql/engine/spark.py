@@ -37,6 +37,9 @@ RETENTION_CONF = {
     "spark.ui.retainedTasks": "5000",
     "spark.sql.ui.retainedExecutions": "50",
     "spark.ui.dagGraph.retainedRootRDDs": "50",
+    # Every scan of new files adds their listing to Spark's file status cache (250 MB by
+    # default); txsql lists files from the log, so a small cache loses nothing.
+    "spark.sql.hive.filesourcePartitionFileCacheSize": str(32 * 2**20),
 }
 
 
@@ -83,8 +86,8 @@ def local_session(master: str = "local[*]", app_name: str = "txsql") -> SparkSes
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # With no UI, Spark's status store still keeps the last 1,000 jobs, stages and SQL
-        # executions (plans included): the JVM heap grew by ~100 MB per 1,000 statements
-        # until it filled (benchmarks/soak.py). A few dozen serve every status query.
+        # executions (plans included), and its file status cache grows to 250 MB: the
+        # JVM heap grew by ~100 MB per 1,000 statements (benchmarks/soak.py).
         **RETENTION_CONF,
         "spark.sql.shuffle.partitions": "4",
         "spark.driver.memory": os.environ.get("TXSQL_DRIVER_MEMORY", "2g"),

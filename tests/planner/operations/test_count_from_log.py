@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,14 @@ def _jobs_in_group(spark: Any, group: str, action: Any) -> tuple[Any, int]:
     try:
         value = action()
     finally:
-        sc.setJobGroup("txsql-count-marker", "marker")
+        # A fresh marker group per call: Spark keeps only the newest jobs of a session.
+        marker = f"txsql-count-marker-{uuid.uuid4().hex}"
+        sc.setJobGroup(marker, "marker")
     # Spark's listener bus is asynchronous but ordered: once a later marker job shows up,
     # every job of the group above has been recorded too.
-    marker_jobs = len(sc.statusTracker().getJobIdsForGroup("txsql-count-marker"))
     spark.range(1).count()
     deadline = time.monotonic() + 30
-    while len(sc.statusTracker().getJobIdsForGroup("txsql-count-marker")) <= marker_jobs:
+    while not sc.statusTracker().getJobIdsForGroup(marker):
         assert time.monotonic() < deadline, "Spark never reported the marker job"
         time.sleep(0.05)
     sc.setJobGroup("", "")

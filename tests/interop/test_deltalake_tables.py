@@ -1,5 +1,5 @@
-"""Tables txsql refuses by name however they were made: a VARIANT column (txsql reads
-VARIANT values but writes none), and a table whose commits a catalog owns.
+"""deltalake and txsql on the same tables: a VARIANT table txsql writes is one deltalake
+reads, and a table whose commits a catalog owns is refused by name.
 
 (deltalake's deletion-vector tables, which list variantType without a VARIANT column, are
 written end to end in tests/engine/test_modern_fixtures.py.)"""
@@ -10,17 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 import txsql
+from tests.interop.readers import deltalake_rows
 from txsql.errors import UnsupportedFeatureError
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
 
-def test_a_variant_column_is_still_refused_by_name(spark: Any, tmp_path: Path) -> None:
+def test_a_variant_table_txsql_writes_is_read_by_deltalake(spark: Any, tmp_path: Path) -> None:
     s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
-    with pytest.raises(UnsupportedFeatureError, match="VARIANT"):
-        s.sql("CREATE TABLE t (id BIGINT, v VARIANT)")
+    s.sql("CREATE TABLE t (id BIGINT, v VARIANT)")
+    s.sql("""INSERT INTO t VALUES (1, parse_json('{"a": 1}')), (2, NULL)""")
+    path = s.table("t").location
+    assert "variantType" in (DeltaTable(path).protocol().reader_features or [])
+    assert deltalake_rows(path, 1, "id, v IS NULL") == [(1, False), (2, True)]
 
 
 def test_a_catalog_owned_table_is_refused_for_reads_and_writes(

@@ -52,6 +52,8 @@ from txsql.errors import (
 )
 from txsql.log.actions import AddFile, Metadata
 from txsql.log.column_rules import ColumnRules, Identity, column_rules
+from txsql.log.schema import parse_schema
+from txsql.log.type_features import void_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -92,7 +94,7 @@ def apply_write_rules(
     """
     rules = column_rules(metadata)
     # A VOID column (in Delta Spark's tables) has no Parquet column: a value would be lost.
-    void = [f["name"] for f in _schema(metadata)["fields"] if f["type"] == "void"]
+    void = sorted(void_columns(parse_schema(metadata.schema_string)))
     if rules.empty and not void:
         return df
     types = {f.name.lower(): f.dataType for f in spark_schema(_schema(metadata)).fields}

@@ -110,10 +110,8 @@ def _with_stats_from_parsed(arr: pa.StructArray) -> pa.StructArray:
     for i, row in zip(missing, parsed.take(missing).to_pylist(), strict=True):
         stats[i] = stats_from_parsed(row)
     children = {n: arr.field(n) for n in names}
-    children["stats"] = pa.array(stats, pa.string())
-    keep = [n for n in (*names, "stats") if n not in _DERIVED]
-    keep = list(dict.fromkeys(keep))
-    return pa.StructArray.from_arrays([children[n] for n in keep], names=keep)
+    children["stats"] = pa.array(stats, pa.string())  # the derived columns go next
+    return pa.StructArray.from_arrays(list(children.values()), names=list(children))
 
 
 _DV_FIELDS = ("storageType", "pathOrInlineDv", "sizeInBytes", "cardinality", "offset")

@@ -5,8 +5,9 @@ action (``add``, ``metaData``...), so the JSON readers (``_DECODERS``) and write
 (``_ENCODERS``) of :mod:`~txsql.log.codec.actions_from_json` and
 :mod:`~txsql.log.codec.actions_to_json` do the mapping; this module bridges the Parquet
 shape: nulls mean "absent", MAP values arrive as lists of pairs, Spark's derived
-``*_parsed`` columns are dropped (``stats_parsed`` becomes ``stats`` when that is
-missing), and ``commitInfo`` and ``cdc`` never become rows.
+``*_parsed`` columns are dropped (txsql.log.checkpoint_read first turns ``stats_parsed``
+into ``stats`` where only the struct was written), and ``commitInfo`` and ``cdc`` never
+become rows.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from txsql.log.actions import (
 )
 from txsql.log.codec.actions_from_json import _DECODERS, _names
 from txsql.log.codec.actions_to_json import _ENCODERS
-from txsql.log.stats_json import stats_from_parsed
 
 _MAP_FIELDS = {
     "add": ("partitionValues", "tags"),
@@ -50,11 +50,6 @@ def action_from_checkpoint_row(column: str, row: JsonDict) -> Action | None:
     if decode is None:
         return None
     obj = {k: v for k, v in row.items() if v is not None and k not in _DERIVED_FIELDS}
-    if column == "add" and "stats" not in obj and row.get("stats_parsed"):
-        # writeStatsAsJson=false: the struct is the only copy of the file's stats.
-        stats = stats_from_parsed(row["stats_parsed"])
-        if stats is not None:
-            obj["stats"] = stats
     for key in _MAP_FIELDS.get(column, ()):
         value = obj.get(key)
         if isinstance(value, list):

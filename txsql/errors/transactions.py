@@ -233,3 +233,8 @@ class AddedFileMissingError(TransactionError):
         "(VACUUM keeps files no commit names for 24 hours; TXSQL_STAGING_WINDOW_MS shortens "
         "that, for tests only)."
     )
+
+
+class MaintenanceStoppedError(TransactionError):
+    """Idle maintenance gave up a step because a user statement started (never raised
+    to a user: the maintenance worker catches it and commits nothing)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import (
+    MaintenanceStoppedError,
     SchemaError,
     TableNotEnrolledError,
     TransactionError,
@@ -119,6 +120,10 @@ class RunContext:
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
     app: AppWrite | None = None  # exactly-once (app id, version) of the current call
+    # Idle maintenance's context only: asked right before the commit's put, so a stop
+    # request that arrives after the data was written abandons the step (its files are
+    # deleted by end_statement); its commits carry txsqlMaintenance in operationParameters.
+    abandon: Callable[[], bool] | None = None
     # One frame per running statement (a hook may run a statement inside another).
     _frames: list[StatementFrame] = field(default_factory=list, repr=False)
 
@@ -232,6 +237,13 @@ class RunContext:
             if explicit:
                 txn.rollback()  # its actions are staged already: the transaction is void
             raise
+        if self.abandon is not None:
+            if self.abandon():
+                raise MaintenanceStoppedError(
+                    "idle maintenance stopped before its commit: a statement started",
+                    hint="Nothing to do: maintenance runs again when the session is idle.",
+                )
+            parameters = {**(parameters or {}), "txsqlMaintenance": "true"}
         if explicit:
             assert self.explicit is not None
             self.hooks.record_changes(self, txn, self.explicit.statement_start)

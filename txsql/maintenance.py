@@ -1,0 +1,135 @@
+"""Idle maintenance: a worker thread owned by a :class:`~txsql.session.Session`.
+
+When no statement has run for ``idle_seconds`` the worker runs the steps of
+:data:`txsql.planner.operations.maintenance.STEPS` on the tables the session wrote, one
+table and one step at a time. A statement's start calls :meth:`Maintenance.busy`, which
+interrupts the worker's Spark jobs by tag (``SparkSession.interruptTag``, classic and
+Connect alike) and waits at most ``BUSY_WAIT`` for the step to let go. The thread is
+started by ``start`` and joined by ``stop`` (the session's close and atexit), never left
+stray. What it did goes to the ``txsql.maintenance`` logger, not to the cell.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from txsql.planner.operations.maintenance import STEPS, Step
+from txsql.planner.sql.refs import TableRef
+
+LOG = logging.getLogger("txsql.maintenance")
+TAG = "txsql-idle-maintenance"
+DEFAULT_IDLE_SECONDS = 3.0
+BUSY_WAIT = 0.1
+
+
+class Maintenance:
+    """Scheduler: idleness, the worker thread, cancellation."""
+
+    def __init__(
+        self,
+        spark: object,
+        run_step: Callable[[Step, TableRef], object],
+        tables: Callable[[], Iterable[TableRef]],
+        may_run: Callable[[], bool],
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    ) -> None:
+        self._spark = spark
+        self._run_step = run_step
+        self._tables = tables
+        self._may_run = may_run
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._busy = 0
+        self._last_end = time.monotonic()
+        self._stopping = False
+        self._working = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def stop_requested(self) -> bool:
+        """A statement started or the worker is stopping: the step must not commit."""
+        return self._busy > 0 or self._stopping
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name=TAG, daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        with self._lock:
+            self._stopping = True
+            self._idle.notify_all()
+        self._interrupt()
+        thread.join()
+        self._thread = None
+        atexit.unregister(self.stop)
+
+    def busy(self) -> None:
+        """A statement starts: stop maintenance now and wait at most ``BUSY_WAIT``."""
+        with self._lock:
+            self._busy += 1
+        if self._working.is_set():
+            self._interrupt()
+            deadline = time.monotonic() + BUSY_WAIT
+            while self._working.is_set() and time.monotonic() < deadline:
+                time.sleep(0.005)
+
+    def done(self) -> None:
+        with self._lock:
+            self._busy = max(0, self._busy - 1)
+            self._last_end = time.monotonic()
+            self._idle.notify_all()
+
+    def _interrupt(self) -> None:
+        # No job to interrupt (or a session already stopped) is fine.
+        with contextlib.suppress(Exception):
+            self._spark.interruptTag(TAG)  # type: ignore[attr-defined]
+
+    def _wait_idle(self) -> bool:
+        with self._lock:
+            while not self._stopping:
+                wait = self._last_end + self.idle_seconds - time.monotonic()
+                if self._busy == 0 and wait <= 0:
+                    self._working.set()
+                    return True
+                self._idle.wait(max(wait, 0.05) if self._busy == 0 else None)
+            return False
+
+    def _loop(self) -> None:
+        last_work = -1.0
+        while self._wait_idle():
+            try:
+                if self._last_end != last_work and self._may_run():
+                    last_work = self._last_end
+                    self._maintain_all()
+                else:
+                    time.sleep(self.idle_seconds)
+            finally:
+                self._working.clear()
+
+    def _maintain_all(self) -> None:
+        for ref in list(self._tables()):
+            for step in STEPS:
+                if self._busy or self._stopping:
+                    return
+                try:
+                    result = self._run_step(step, ref)
+                    LOG.info("maintenance %s on %s: %s", step.name, ref, result)
+                except Exception as e:
+                    LOG.info("maintenance %s on %s abandoned: %s", step.name, ref, e)

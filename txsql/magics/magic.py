@@ -42,7 +42,7 @@ from txsql.magics.warmup import cancel_warmup, wants_warmup, warm_statements
 from txsql.planner.sql.script import split_statements
 from txsql.version import __version__
 
-SUBCOMMANDS = ("history", "diff", "sessions", "tables")
+SUBCOMMANDS = ("history", "diff", "sessions", "tables", "maintenance")
 
 STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-separated):
   CREATE TABLE t (id BIGINT, v STRING) [PARTITIONED BY (...)] [AS SELECT ...]
@@ -243,7 +243,8 @@ class TxSqlMagics(Magics, TxSql):
             kwargs: dict[str, Any] = {}
             if retries is not None:
                 kwargs["max_commit_attempts"] = retries + 1
-            session = Session(spark=spark, warehouse=warehouse, **kwargs)
+            # Notebooks are idle most of the time: maintenance is on by default here.
+            session = Session(spark=spark, warehouse=warehouse, maintenance=True, **kwargs)
             self._sessions[key] = session
         return session
 
@@ -292,6 +293,8 @@ class TxSqlMagics(Magics, TxSql):
         if name == "sessions":
             return self.named.view()
         session = self._session(options)
+        if name == "maintenance":
+            return self._maintenance(session, args)
         if name == "tables":
             names = session.catalog.names()
             return TextView("\n".join(names) if names else f"no tables in {session.warehouse}")
@@ -309,6 +312,20 @@ class TxSqlMagics(Magics, TxSql):
             return HistoryView(table.name, shown, truncated, all_columns=options.all_columns)
         wanted = parse_diff_args(args)
         return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
+
+    def _maintenance(self, session: Any, args: list[str]) -> TextView:
+        """``%txsql maintenance on|off|status``."""
+        word = args[0].lower() if args else "status"
+        if word == "on":
+            session.maintenance.start()
+        elif word == "off":
+            session.maintenance.stop()
+        elif word != "status":
+            raise MagicUsageError(
+                f"unknown maintenance command {word!r}", hint="%txsql maintenance on|off|status"
+            )
+        state = "on" if session.maintenance.running else "off"
+        return TextView(f"idle maintenance: {state} (idle {session.maintenance.idle_seconds:g} s)")
 
     def _status(self) -> TextView:
         lines = [f"txsql {__version__}"]

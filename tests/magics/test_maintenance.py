@@ -1,0 +1,38 @@
+"""``%txsql maintenance on|off|status`` and a notebook's DELETE, idle, SELECT."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.magics import cell, ip, magics_of
+from txsql.magics.errors import MagicUsageError
+
+__all__ = ["ip"]
+
+pytestmark = pytest.mark.spark
+
+
+def test_on_by_default_and_switchable(ip: Any) -> None:
+    cell(ip, "CREATE TABLE m (id INT)")
+    assert "idle maintenance: on" in repr(ip.run_line_magic("txsql", "maintenance status"))
+    assert "idle maintenance: off" in repr(ip.run_line_magic("txsql", "maintenance off"))
+    assert "idle maintenance: on" in repr(ip.run_line_magic("txsql", "maintenance on"))
+    with pytest.raises(MagicUsageError):
+        ip.run_line_magic("txsql", "maintenance sometimes")
+
+
+def test_delete_idle_select(ip: Any) -> None:
+    cell(ip, "CREATE TABLE n (id INT)")
+    cell(ip, "INSERT INTO n VALUES (1), (2)")
+    cell(ip, "INSERT INTO n VALUES (3)")
+    cell(ip, "DELETE FROM n WHERE id = 2")
+    session = next(iter(magics_of(ip)._sessions.values()))
+    session.maintenance.idle_seconds = 0.2
+    time.sleep(15)
+    selected = ip.run_line_magic("txsql", "SELECT * FROM n ORDER BY id")
+    assert "maintenance" not in repr(selected).lower()
+    history = repr(ip.run_line_magic("txsql", "history n"))
+    assert "REORG" in history or "OPTIMIZE" in history

@@ -24,6 +24,7 @@ from pyspark.sql.types import NumericType, VariantVal
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
+from txsql.engine.scan import scan_snapshot
 from txsql.errors import SchemaError, TxSqlError, UnsupportedFeatureError
 from txsql.log.actions import Action, CommitInfo, DomainMetadata, Protocol
 from txsql.log.codec import encode_commit
@@ -360,8 +361,7 @@ def test_databricks_row_tracking_clustered_table(
 ) -> None:
     """The Databricks table with rowTracking, clustering and deletion vectors: INSERT,
     DELETE and insert-only MERGE commit with fresh row ids under the high-water mark;
-    UPDATE, which would have to keep rows' stable ids in materialized columns, is refused
-    by name with the log untouched."""
+    UPDATE and OPTIMIZE keep each row's stable id in the table's materialized columns."""
     path = _copy(fixtures_dir, tmp_path, "rowtracking-clustering-empty")
     s = txsql.Session(spark=spark, warehouse=str(tmp_path))
     workout = Workout(s, path)
@@ -378,10 +378,23 @@ def test_databricks_row_tracking_clustered_table(
     mark = json.loads(snapshot.domains["delta.rowTracking"].configuration)["rowIdHighWaterMark"]
     assert mark >= 10  # 11 rows inserted: ids 0..10 at least
     assert all(f.clustering_provider is None for f in snapshot.files)
-    before = _log_state(path)
-    with pytest.raises(UnsupportedFeatureError, match="materialized"):
-        s.sql(f"UPDATE delta.`{path}` SET id = id + 1 WHERE id = 1")
-    assert _log_state(path) == before
+    before = _row_ids(spark, log)
+    workout.run("UPDATE {t} SET id = id + 100 WHERE id = 1")
+    workout.run("OPTIMIZE {t}")
+    after = _row_ids(spark, log)
+    assert after.pop(101) == before.pop(1)  # the updated row kept its id
+    assert after == before  # and compaction kept every id
+    assert all(f.clustering_provider is None for f in log.snapshot().files)
+
+
+def _row_ids(spark: Any, log: DeltaLog) -> dict[int, int]:
+    """id -> stable row id of every live row (unique)."""
+    snapshot = log.snapshot()
+    row_id = snapshot.configuration["delta.rowTracking.materializedRowIdColumnName"]
+    df = scan_snapshot(spark, snapshot, with_row_ids=True, with_lineage=True)
+    found = {r[0]: r[1] for r in df.select("id", f"`{row_id}`").collect()}
+    assert len(set(found.values())) == len(found)
+    return found
 
 
 def test_clustered_table_keeps_its_domain_and_liquid_files(spark: Any, tmp_path: Path) -> None:

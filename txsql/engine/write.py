@@ -45,7 +45,7 @@ from txsql.engine.written_files import (
     partition_values,
 )
 from txsql.errors import DiskFullError, SchemaError, StorageError
-from txsql.log import features
+from txsql.log import features, row_tracking
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules
 from txsql.storage.crashpoints import crash_point
@@ -89,7 +89,10 @@ def write_data_files(
     Args:
         spark: The session (the scan API's first argument too; ``df`` carries its own).
         df: Rows to write, columns named by the table's logical names in any order. Values
-            are cast to the table's column types.
+            are cast to the table's column types. On a table keeping stable row ids, the
+            materialized row id and row commit version columns (named as
+            ``scan_snapshot(with_lineage=True)`` returns them) are written as they are, when
+            present: copied rows keep their ids, NULLs get fresh ones at commit.
         table_root: Local path of the table root.
         metadata: The table's ``metaData``: schema, partition columns and configuration
             (stats settings, column mapping mode).
@@ -127,13 +130,18 @@ def write_data_files(
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     if enforce:
         df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
+    # Stable row ids of copied rows travel as the table's materialized columns (no stats).
+    lineage = row_tracking.materialized_columns(metadata.configuration) or ()
+    carried = [name for name in lineage if name in df.columns]
     # Each projection is an analysis on the driver: skip the one that would change nothing.
     refilled = enforce and rewrite and bool(column_rules(metadata).generated)  # appended
     if conformed and mode == "none" and not refilled:
         void = [c.physical_name for c in schema.columns if isinstance(c.physical_type, NullType)]
         projected = df.drop(*void) if void else df
     else:
-        projected = df.selectExpr(*_physical_columns(df, schema))
+        texts = _physical_columns(df.drop(*carried), schema)
+        lineage_texts = [f"CAST({quote(n)} AS BIGINT) AS {quote(n)}" for n in carried]
+        projected = df.selectExpr(*texts, *lineage_texts)
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))

@@ -6,8 +6,9 @@ deletion vector deletes count), and a fresh commit version, its file's
 (unless ``delta.rowTrackingSuspended``) gives every new file a fresh range of ids above the
 high-water mark kept in the ``delta.rowTracking`` domain, and moves the mark; a file it
 commits again (a new deletion vector) keeps both fields. With ``delta.enableRowTracking``
-the *stable* ids (materialized in hidden columns when rows are copied) must also survive
-UPDATE, MERGE and compaction: :func:`copies_rows` tells which commits could not keep them.
+the *stable* ids must also survive UPDATE, MERGE and compaction: a copied row carries its
+id and commit version in the hidden columns :func:`materialized_columns` names (NULL there
+means the fresh values above). :func:`copies_rows` tells which commits copy rows.
 """
 
 from __future__ import annotations
@@ -80,8 +81,7 @@ def mark_domain(mark: int) -> DomainMetadata:
 def copies_rows(actions: Sequence[Action]) -> bool:
     """Whether a commit may move existing rows into new files (UPDATE, MERGE, copy-on-write
     DELETE, compaction): it removes files and adds files that are not those same files
-    committed again. Such rows would need their stable ids written into the materialized
-    columns, which txsql does not write yet.
+    committed again. Such rows keep their stable ids only through the materialized columns.
 
     >>> copies_rows([AddFile("n", {}, 1, 0)])
     False
@@ -95,6 +95,22 @@ def copies_rows(actions: Sequence[Action]) -> bool:
     return any(
         isinstance(a, AddFile) and a.path not in removed and a.base_row_id is None for a in actions
     )
+
+
+def materialized_columns(configuration: Mapping[str, str]) -> tuple[str, str] | None:
+    """The hidden Parquet columns (row id, row commit version) that keep stable ids of
+    copied rows, when ``delta.enableRowTracking`` is on and both names are set.
+
+    >>> materialized_columns({ENABLE_PROPERTY: "true", ROW_ID_COLUMN_PROPERTY: "r",
+    ...                       COMMIT_VERSION_COLUMN_PROPERTY: "v"})
+    ('r', 'v')
+    >>> materialized_columns({ROW_ID_COLUMN_PROPERTY: "r", COMMIT_VERSION_COLUMN_PROPERTY: "v"})
+    """
+    row_id = configuration.get(ROW_ID_COLUMN_PROPERTY)
+    version = configuration.get(COMMIT_VERSION_COLUMN_PROPERTY)
+    if not enabled(configuration) or not row_id or not version:
+        return None
+    return row_id, version
 
 
 def materialized_column_names() -> dict[str, str]:

@@ -28,8 +28,10 @@ def conform_to_schema(
     table: str,
     *,
     inserting: bool = False,
+    keep: Sequence[str] = (),
 ) -> DataFrame:
-    """Return ``df`` with exactly the table's columns, in order, cast to their types.
+    """Return ``df`` with exactly the table's columns, in order, cast to their types (then
+    the ``keep`` columns, ``df``'s last ones, as they are: a MERGE's row id columns).
 
     Without a column list the query's columns match the table's by position (like Spark's
     INSERT); with one, they match the listed columns and unlisted columns become NULL,
@@ -45,10 +47,11 @@ def conform_to_schema(
     target_names = [f.name for f in schema.fields]
     # Query columns are matched by position, as Spark does. Duplicate output names
     # (INSERT ... SELECT 2, 'c', 2) would be ambiguous: only then rename them all.
-    source = list(df.columns)
+    source = list(df.columns)[: len(df.columns) - len(keep)]
+    assert list(df.columns)[len(source) :] == list(keep), "kept columns come last"
     if len({name.lower() for name in source}) < len(source):
         source = [f"_c{i}" for i in range(len(source))]
-        df = df.toDF(*source)
+        df = df.toDF(*source, *keep)
     if columns is None:
         if len(source) != len(target_names):
             raise SchemaError(
@@ -91,7 +94,7 @@ def conform_to_schema(
         value = "NULL" if source_name is None else quote(source_name)
         projected.append(cast_to_column(value, field))
     # SQL text: one py4j round trip, where a Column costs several per part (scan_columns).
-    return df.selectExpr(*projected)
+    return df.selectExpr(*projected, *map(quote, keep))
 
 
 def typed_columns(schema_json: dict[str, Any], values: Mapping[str, str]) -> list[str]:

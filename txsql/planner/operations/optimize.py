@@ -38,7 +38,7 @@ from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.dml.rewrite import commit_result, scan_files, size_summary
+from txsql.planner.dml.rewrite import commit_result, lineage_columns, scan_files, size_summary
 from txsql.planner.metrics import OptimizeMetrics
 from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
@@ -217,7 +217,7 @@ def _rewrite(
     bin_df = ctx.spark.createDataFrame(
         mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
     )
-    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
+    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True, with_lineage=True)
     rows = rows.join(F.broadcast(bin_df), file_column)
     parts = [F.col(quote(c)) for c in snapshot.partition_columns]
     rows = rows.repartition(len(bins), bin_key)
@@ -226,7 +226,8 @@ def _rewrite(
         rows = rows.sortWithinPartitions(*parts, bin_key, z)
     else:
         rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
-    rows = rows.select(*[F.col(quote(c)) for c in table_columns])
+    # Copied rows keep their stable ids and commit versions (row tracking).
+    rows = rows.select(*[F.col(quote(c)) for c in table_columns + lineage_columns(snapshot)])
     # Copies of committed rows: the column rules held when they were written.
     adds = write_data_files(
         ctx.spark,

@@ -65,6 +65,9 @@ class MergePlan:
     target_filter: exp.Expr | None
     source_columns: tuple[str, ...] = ()
     on_deterministic: bool = True
+    # The target's materialized (row id, row commit version) columns when it keeps stable
+    # row ids: an updated row keeps its id (see execute.new_rows).
+    lineage: tuple[str, ...] = ()
 
     def indexes(self, match: str | None = None, actions: Sequence[str] = ()) -> list[int]:
         """Clause indexes filtered by match kind and action."""

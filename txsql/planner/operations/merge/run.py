@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.changes import cdf_enabled
@@ -56,7 +56,7 @@ from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import query_dataframe
-from txsql.planner.dml.rewrite import commit_result, scan_files
+from txsql.planner.dml.rewrite import commit_result, lineage_columns, scan_files
 from txsql.planner.metrics import MergeMetrics, elapsed_ms
 from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.changes import merge_changes
@@ -125,6 +125,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
         assert snapshot is not None
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
+    plan = replace(plan, lineage=tuple(lineage_columns(snapshot)))
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
@@ -243,8 +244,9 @@ def _target_scan(
 ) -> tuple[DataFrame, Callable[[DataFrame], DataFrame] | None]:
     """The target scan with row ids, and how deleted rows leave the join (None: the scan
     applies the DVs itself)."""
+    lineage = bool(plan.lineage)
     if not mx.late_dv_filter(plan, split):
-        return scan_files(ctx.spark, snapshot, files, with_row_ids=True), None
+        return scan_files(ctx.spark, snapshot, files, with_row_ids=True, with_lineage=lineage), None
     # No DV expansion and anti-join over the whole target: the joined rows of deleted
     # target rows are dropped after the join, in the same tasks.
     root = snapshot.table_root
@@ -252,7 +254,10 @@ def _target_scan(
     def drop_deleted(df: DataFrame) -> DataFrame:
         return drop_deleted_joined(ctx.spark, df, root, files, mx.FILE, mx.ROW, literals=small)
 
-    return scan_files(ctx.spark, snapshot, without_dvs(files), with_row_ids=True), drop_deleted
+    live = scan_files(
+        ctx.spark, snapshot, without_dvs(files), with_row_ids=True, with_lineage=lineage
+    )
+    return live, drop_deleted
 
 
 def _persisted_join(
@@ -300,7 +305,7 @@ def _write_new_rows(
     if not plan.indexes(actions=("update", "insert")):
         return []
     fitted = conform_to_schema(
-        mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table
+        mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table, keep=plan.lineage
     )
     return count_job(
         lambda: write_data_files(

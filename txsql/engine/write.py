@@ -34,6 +34,7 @@ from pyspark.sql.types import NullType
 
 from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.file_stats import file_stats, stats_leaves
+from txsql.engine.parquet_ids import needs_field_ids, set_field_ids
 from txsql.engine.scan_columns import sql_type
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.engine.write_rules import apply_write_rules, rule_error
@@ -44,10 +45,12 @@ from txsql.engine.written_files import (
     partition_types,
     partition_values,
 )
-from txsql.errors import DiskFullError, SchemaError, StorageError
-from txsql.log import features, row_tracking
+from txsql.errors import DiskFullError, SchemaError, StorageError, UnsupportedFeatureError
+from txsql.log import features, iceberg_compat, row_tracking
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules
+from txsql.log.field_ids import field_ids
+from txsql.log.schema import parse_schema
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import make_dirs, sync_files, write_error
 from txsql.storage.factory import file_io_for, spark_uri
@@ -145,7 +148,10 @@ def write_data_files(
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))
-    materialized = bool(schema.partition_columns) and features.materializes_partitions(protocol)
+    materialized = bool(schema.partition_columns) and features.materializes_partitions(
+        protocol, metadata.configuration
+    )
+    all_ids = needs_field_ids(mode, iceberg_compat.active(metadata.configuration))
     if materialized:  # the files keep the columns; Spark partitions by copies of them
         projected = projected.selectExpr(
             "*",
@@ -163,6 +169,13 @@ def write_data_files(
             *[partition_directory(c.physical_name, materialized) for c in schema.partition_columns]
         )
     if not location.is_local:
+        if all_ids:
+            raise UnsupportedFeatureError(
+                f"txsql cannot write {table_root} on an object store: its files need Parquet "
+                "field ids on array elements and map entries (column mapping 'id' mode or "
+                "icebergCompatV2), which txsql sets on local files only",
+                hint="Write this table with Delta Spark, or from a local or mounted path.",
+            )
         return _write_to_object_store(
             writer, location.root, metadata, schema_json, schema, materialized
         )
@@ -176,7 +189,12 @@ def write_data_files(
             if typed is None:
                 raise
             raise typed from exc
-        moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
+        staged = sorted(_part_files(staging))
+        if all_ids:
+            ids = field_ids(parse_schema(metadata.schema_string))
+            for rel in staged:
+                set_field_ids(os.path.join(staging, rel), ids)
+        moved = [_move(staging, root, rel) for rel in staged]
         # Spark's writer does not fsync: the files and their directory entries must be on
         # disk before a commit can name them.
         sync_files(os.path.join(root, rel) for rel in moved)

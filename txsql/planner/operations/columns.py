@@ -77,8 +77,9 @@ def enable_mapping(
 def map_new_table(
     schema_json: dict[str, Any], configuration: Mapping[str, str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """CREATE TABLE under 'name' mode: ids from 1 and fresh ``col-<uuid>`` physical names."""
-    if properties.column_mapping_mode(configuration).lower() != "name":
+    """CREATE TABLE under 'name' or 'id' mode: ids from 1 and fresh ``col-<uuid>`` physical
+    names (in 'id' mode the data files carry the ids, see txsql.engine.parquet_ids)."""
+    if properties.column_mapping_mode(configuration).lower() not in ("name", "id"):
         return schema_json, dict(configuration)
     schema, top = assign_column_mapping(schema_json, 0, keep_names=False)
     return schema, {**configuration, MAX_COLUMN_ID: str(top)}

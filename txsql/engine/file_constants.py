@@ -93,6 +93,23 @@ def _long_lookup(crcs: list[int], values: list[int | None], key: str) -> str:
     return f"element_at(CAST(map({pairs}) AS MAP<BIGINT, BIGINT>), {quote(key)})"
 
 
+def stable_row_id_sql(
+    files: Sequence[AddFile], stored: str, file_column: str, row_column: str
+) -> str | None:
+    """SQL for a row's stable id from the stored lineage column ``stored`` (see
+    ``scan_snapshot(stored_lineage=True)``) and the scan's ``_file`` and ``_row_index``: the
+    stored id, else its file's ``baseRowId`` + row index. None above ``_LITERAL_FILES``
+    files (the map literal would cost more to plan than resolving in the scan)."""
+    if len(files) > _LITERAL_FILES:
+        return None
+    bases = [
+        "CAST(NULL AS BIGINT)" if f.base_row_id is None else sql_long(f.base_row_id) for f in files
+    ]
+    pairs = ", ".join(f"{sql_string(f.path)}, {b}" for f, b in zip(files, bases))
+    base = f"element_at(CAST(map({pairs}) AS MAP<STRING, BIGINT>), {quote(file_column)})"
+    return f"coalesce({quote(stored)}, {base} + {quote(row_column)})"
+
+
 def _join_constants(
     spark: SparkSession, df: DataFrame, files: Sequence[ScanFile], layout: ScanLayout
 ) -> DataFrame:

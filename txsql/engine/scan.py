@@ -96,6 +96,7 @@ def scan_snapshot(
     *,
     with_row_ids: bool = False,
     with_lineage: bool = False,
+    stored_lineage: bool = False,
 ) -> DataFrame:
     """Read the table as of ``snapshot``.
 
@@ -112,6 +113,11 @@ def scan_snapshot(
             commit version, named as the table's materialized columns
             (:func:`txsql.log.row_tracking.materialized_columns`), before ``_file``: a
             statement that copies rows writes them on, and every copy keeps its identity.
+        stored_lineage: With lineage, return the values as the files store them instead
+            (NULL for a fresh row): a caller that needs the ids of a few rows only (MERGE's
+            matched rows) resolves them after its join, where they cost per row joined
+            rather than per row scanned
+            (:func:`~txsql.engine.file_constants.stable_row_id_sql`).
 
     Returns:
         The live rows, columns in schema order with logical names (then the hidden ones).
@@ -129,7 +135,7 @@ def scan_snapshot(
     lineage = None
     if with_row_ids and with_lineage:
         lineage = row_tracking.materialized_columns(snapshot.configuration)
-    layout = ScanLayout(schema, ScanHelpers.of(schema), True, with_row_ids, lineage)
+    layout = ScanLayout(schema, ScanHelpers.of(schema), True, with_row_ids, lineage, stored_lineage)
     with _collations_checked(schema):
         return _scan(spark, snapshot, layout)
 
@@ -227,7 +233,7 @@ def _scan_key(spark: SparkSession, snapshot: Snapshot, layout: ScanLayout) -> tu
     )
     schema = json.dumps(snapshot.schema_json, sort_keys=True)
     table_layout = (tuple(snapshot.partition_columns), snapshot.column_mapping_mode)
-    shape = (layout.with_row_ids, layout.lineage)
+    shape = (layout.with_row_ids, layout.lineage, layout.stored_lineage)
     return (id(spark), snapshot.table_root, shape, schema, table_layout, files)
 
 

@@ -81,6 +81,8 @@ def _lineage_texts(layout: ScanLayout, lookups: Mapping[str, str]) -> list[str]:
         return []
     h = layout.helpers
     row_id, version = (quote(name) for name in layout.lineage)
+    if layout.stored_lineage:
+        return [row_id, version]
     base_id = lookups.get(h.base_row_id, quote(h.base_row_id))
     base_version = lookups.get(h.base_version, quote(h.base_version))
     return [

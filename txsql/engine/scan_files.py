@@ -116,6 +116,7 @@ class ScanLayout:
     # The materialized (row id, row commit version) columns of a row-tracking table, read
     # and returned under their own names with every row's stable values (see scan_snapshot).
     lineage: tuple[str, str] | None = None
+    stored_lineage: bool = False  # the lineage columns as the files store them (NULL: fresh)
 
 
 def row_id_columns(column_names: Iterable[str]) -> tuple[str, str]:

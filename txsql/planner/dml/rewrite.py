@@ -48,11 +48,17 @@ def scan_files(
     *,
     with_row_ids: bool = False,
     with_lineage: bool = False,
+    stored_lineage: bool = False,
 ) -> DataFrame:
     """The live rows of just ``files`` of ``snapshot`` (deletion vectors applied); with
     lineage, their stable row ids too (see :func:`~txsql.engine.scan.scan_snapshot`)."""
-    subset = replace(snapshot, files=tuple(files))
-    return scan_snapshot(spark, subset, with_row_ids=with_row_ids, with_lineage=with_lineage)
+    return scan_snapshot(
+        spark,
+        replace(snapshot, files=tuple(files)),
+        with_row_ids=with_row_ids,
+        with_lineage=with_lineage,
+        stored_lineage=stored_lineage,
+    )
 
 
 def lineage_columns(snapshot: Snapshot) -> list[str]:

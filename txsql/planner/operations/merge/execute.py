@@ -240,7 +240,8 @@ def _classified(
         matched = "false"
     else:
         ids = [FILE, ROW]
-        ids += [f"{quote(plan.lineage[0])} AS {KEPT_ROW_ID}"] if plan.lineage else []
+        kept = (plan.kept_row_id or quote(plan.lineage[0])) if plan.lineage else ""
+        ids += [f"{kept} AS {KEPT_ROW_ID}"] if plan.lineage else []
     # A separate projection evaluates each condition once per row; the value columns below
     # only look the action up (Spark will not inline a non-deterministic CASE into them).
     joined = joined.selectExpr("*", f"{action} AS {ACTION}")

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.changes import cdf_enabled
+from txsql.engine.file_constants import stable_row_id_sql
 from txsql.engine.spark_types import spark_schema
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
@@ -125,10 +126,13 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
         assert snapshot is not None
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
-    plan = replace(plan, lineage=tuple(lineage_columns(snapshot)))
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
+    lineage = tuple(lineage_columns(snapshot))
+    if lineage:  # an updated row keeps its stable id
+        kept = stable_row_id_sql(files, lineage[0], mx.FILE, mx.ROW) or ""
+        plan = replace(plan, lineage=lineage, kept_row_id=kept)
     with counting_jobs() as jobs:
         done = _execute(ctx, plan, snapshot, files, source, target.display)
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
@@ -244,9 +248,9 @@ def _target_scan(
 ) -> tuple[DataFrame, Callable[[DataFrame], DataFrame] | None]:
     """The target scan with row ids, and how deleted rows leave the join (None: the scan
     applies the DVs itself)."""
-    lineage = bool(plan.lineage)
+    lineage = {"with_lineage": bool(plan.lineage), "stored_lineage": bool(plan.kept_row_id)}
     if not mx.late_dv_filter(plan, split):
-        return scan_files(ctx.spark, snapshot, files, with_row_ids=True, with_lineage=lineage), None
+        return scan_files(ctx.spark, snapshot, files, with_row_ids=True, **lineage), None
     # No DV expansion and anti-join over the whole target: the joined rows of deleted
     # target rows are dropped after the join, in the same tasks.
     root = snapshot.table_root
@@ -254,9 +258,7 @@ def _target_scan(
     def drop_deleted(df: DataFrame) -> DataFrame:
         return drop_deleted_joined(ctx.spark, df, root, files, mx.FILE, mx.ROW, literals=small)
 
-    live = scan_files(
-        ctx.spark, snapshot, without_dvs(files), with_row_ids=True, with_lineage=lineage
-    )
+    live = scan_files(ctx.spark, snapshot, without_dvs(files), with_row_ids=True, **lineage)
     return live, drop_deleted
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
-from txsql.errors import CorruptLogError, UnsupportedFeatureError
+from txsql.errors import CorruptLogError
 from txsql.log.actions import Action, AddFile, DomainMetadata, Protocol, RemoveFile
 
 FEATURE = "rowTracking"
@@ -122,27 +123,25 @@ def materialized_column_names() -> dict[str, str]:
     }
 
 
-def with_column_names(
-    old: Mapping[str, str], new: Mapping[str, str], files: Sequence[AddFile], table: str
-) -> dict[str, str]:
+def with_column_names(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
     """``new`` table properties, completed when they turn ``delta.enableRowTracking`` on:
-    the hidden column names are chosen then (kept if already set) and never change.
-
-    Raises:
-        UnsupportedFeatureError: live files have no row ids yet (a backfill would have
-            to commit each of them again with ids, which txsql does not do).
-    """
+    the hidden column names are chosen then (kept if already set) and never change."""
     configuration = dict(new)
     if not enabled(new) or enabled(old):
         return configuration
-    untracked = [f.path for f in files if f.base_row_id is None]
-    if untracked:
-        raise UnsupportedFeatureError(
-            f"cannot turn on delta.enableRowTracking for {table}: {len(untracked)} of its "
-            "files have no row ids yet, and txsql does not backfill them",
-            hint="Enable row tracking when creating the table (CREATE TABLE ... TBLPROPERTIES "
-            "('delta.enableRowTracking' = 'true')), or backfill it with Delta Spark.",
-        )
     for key, name in materialized_column_names().items():
         configuration.setdefault(key, name)
     return configuration
+
+
+def backfill(files: Sequence[AddFile]) -> list[AddFile]:
+    """The files to commit again when row tracking is turned on for a table with rows
+    (PROTOCOL.md "Row Tracking", backfill): every live file without ids, unchanged
+    (``dataChange`` false, its DV kept). The commit gives each a fresh ``baseRowId`` range
+    and its own version as ``defaultRowCommitVersion``, as for any new file.
+
+    >>> tracked = AddFile("b", {}, 1, 0, base_row_id=0)
+    >>> [(f.path, f.data_change) for f in backfill([AddFile("a", {}, 1, 0), tracked])]
+    [('a', False)]
+    """
+    return [replace(f, data_change=False) for f in files if f.base_row_id is None]

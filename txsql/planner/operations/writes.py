@@ -153,7 +153,7 @@ def table_definition(
             requested[canonical] = checked
         else:
             configuration[canonical] = checked
-    configuration = row_tracking.with_column_names({}, configuration, (), statement.target.display)
+    configuration = row_tracking.with_column_names({}, configuration)
     # 'name' column mapping: ids and col-<uuid> physical names from the start.
     schema_json, configuration = map_new_table(schema_json, configuration)
     metadata = Metadata(

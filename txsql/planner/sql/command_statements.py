@@ -110,10 +110,11 @@ class AlterDropConstraint:
 
 @dataclass(frozen=True, slots=True)
 class AlterColumn:
-    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT``.
+    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT`` /
+    ``TYPE t`` (also ``CHANGE COLUMN c c t``).
 
     Exactly one change: ``nullable`` (False: SET NOT NULL), ``default`` (Spark SQL text),
-    or ``drop_default``.
+    ``drop_default`` or ``new_type`` (Spark SQL type text: type widening).
     """
 
     target: TableRef
@@ -121,6 +122,7 @@ class AlterColumn:
     nullable: bool | None = None
     default: str | None = None
     drop_default: bool = False
+    new_type: str | None = None
 
 
 CommandStatement = (

@@ -240,7 +240,7 @@ STATEMENT_NAMES: dict[type, str] = {
     AlterDropColumns: "ALTER TABLE DROP COLUMNS",
     AlterAddConstraint: "ALTER TABLE ADD CONSTRAINT",
     AlterDropConstraint: "ALTER TABLE DROP CONSTRAINT",
-    AlterColumn: "ALTER TABLE ALTER COLUMN SET/DROP NOT NULL|DEFAULT",
+    AlterColumn: "ALTER TABLE ALTER COLUMN TYPE|SET/DROP NOT NULL|DEFAULT",
     DescribeHistory: "DESCRIBE HISTORY",
     DescribeDetail: "DESCRIBE DETAIL",
     RestoreTable: "RESTORE",

@@ -33,13 +33,14 @@ from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
-from txsql.log import features
+from txsql.log import clustering, features
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result, lineage_columns, scan_files, size_summary
 from txsql.planner.metrics import OptimizeMetrics
+from txsql.planner.operations.clustering import clustering_bins, clustering_order, rows_per_file
 from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
 from txsql.result import Result
@@ -83,18 +84,29 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     predicate = _partition_predicate(statement, snapshot)
     zorder = _zorder_columns(statement, snapshot)
     considered = files_in_partitions(snapshot, predicate)
-    if not statement.purge:
-        # A file a clustering implementation laid out (Delta's 'liquid') is never compacted
-        # or re-sorted by another: txsql does not cluster (PROTOCOL.md "Clustered Table").
-        considered = [f for f in considered if f.clustering_provider is None]
     target_size = target_file_size(ctx, snapshot)
-    bins = plan_bins(considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder))
+    cluster_by = () if statement.purge else clustering_order(snapshot)
+    _check_full(statement, cluster_by)
+    per_file: int | None = None
+    if cluster_by:  # liquid clustering: sort the new files along a Z-order curve
+        bins, zorder = clustering_bins(considered, full=statement.full), cluster_by
+        per_file = rows_per_file([f for b in bins for f in b], target_size)
+    else:
+        if not statement.purge:
+            # A file a clustering laid out (Delta's 'liquid') is never compacted or
+            # re-sorted without its clustering (PROTOCOL.md "Clustered Table").
+            considered = [f for f in considered if f.clustering_provider is None]
+        zorder_bins = bool(zorder)
+        bins = plan_bins(
+            considered, snapshot, target_size, purge=statement.purge, zorder=zorder_bins
+        )
     rewritten = [f for b in bins for f in b]
     adds: list[AddFile] = []
     row_map: RowMap | None = None
     if bins:
         txn.record_scan(predicate, rewritten)
-        adds = _rewrite(ctx, snapshot, bins, zorder)
+        provider = clustering.PROVIDER if cluster_by else None
+        adds = _rewrite(ctx, snapshot, bins, zorder, per_file, provider)
         row_map = None if zorder else build_row_map(bins, adds)
         txn.stage([f.to_remove(data_change=False) for f in rewritten])
         txn.stage(adds)
@@ -203,9 +215,15 @@ def plan_bins(
 
 
 def _rewrite(
-    ctx: RunContext, snapshot: Snapshot, bins: list[list[AddFile]], zorder: tuple[str, ...]
+    ctx: RunContext,
+    snapshot: Snapshot,
+    bins: list[list[AddFile]],
+    zorder: tuple[str, ...],
+    per_file: int | None = None,
+    provider: str | None = None,
 ) -> list[AddFile]:
-    """Write each bin's live rows as one file (Spark groups rows by bin in one job)."""
+    """Write each bin's live rows as one file (Spark groups rows by bin in one job), or as
+    files of ``per_file`` rows; new files carry ``provider`` as their clustering provider."""
 
     files = [f for b in bins for f in b]
     keys = _bin_keys(ctx, len(bins))
@@ -234,10 +252,11 @@ def _rewrite(
         rows,
         snapshot.table_root,
         snapshot.metadata,
+        max_records_per_file=per_file,
         enforce=False,
         protocol=snapshot.protocol,
     )
-    return [replace(a, data_change=False) for a in adds]
+    return [replace(a, data_change=False, clustering_provider=provider) for a in adds]
 
 
 def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
@@ -304,6 +323,15 @@ def z_value(columns: tuple[str, ...], group: str) -> Column:
             bit = F.shiftleft(F.shiftright(bucket, b).bitwiseAND(F.lit(1)), b * len(columns) + i)
             z = z.bitwiseOR(bit)
     return z
+
+
+def _check_full(statement: OptimizeTable, cluster_by: tuple[str, ...]) -> None:
+    if statement.full and not cluster_by:
+        raise SchemaError(
+            f"OPTIMIZE {statement.target.display} FULL: FULL reclusters every file of a "
+            "clustered table, and this table is not clustered",
+            hint="Run OPTIMIZE without FULL, or cluster it first: ALTER TABLE t CLUSTER BY (c).",
+        )
 
 
 def _partition_predicate(statement: OptimizeTable, snapshot: Snapshot) -> Predicate:

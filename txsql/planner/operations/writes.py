@@ -32,6 +32,7 @@ from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.metrics import WriteMetrics
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
+from txsql.planner.operations.clustering import clustered_table
 from txsql.planner.operations.columns import map_new_table
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
@@ -92,7 +93,13 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 ctx.spark, statement.columns, schema_json["fields"], statement.partition_columns
             )
         protocol, metadata = table_definition(statement, schema_json, str(uuid.uuid4()))
-        actions: list[Action] = [protocol, metadata]
+        domains: list[Action] = []
+        if statement.clustering:
+            protocol, domain = clustered_table(
+                protocol, metadata, statement.clustering, ref.display
+            )
+            domains.append(domain)
+        actions: list[Action] = [protocol, metadata, *domains]
         claimed = False
         if ref.name is not None:
             try:
@@ -115,6 +122,8 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 "partitionBy": json.dumps(list(statement.partition_columns)),
                 "properties": json.dumps(dict(statement.properties)),
             }
+            if statement.clustering:
+                parameters["clusterBy"] = json.dumps(list(statement.clustering))
             txn.stage(actions)
             metrics = None if df is None else WriteMetrics.of(adds)
             committed = txn.commit(operation, parameters, metrics.delta() if metrics else {})

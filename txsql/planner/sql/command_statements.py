@@ -75,12 +75,22 @@ class RestoreTable:
 
 @dataclass(frozen=True, slots=True)
 class OptimizeTable:
-    """OPTIMIZE (bin-packing, optionally ZORDER BY) or, with ``purge``, REORG ... PURGE."""
+    """OPTIMIZE (bin-packing, optionally ZORDER BY; clustering on a clustered table, every
+    file with ``full``) or, with ``purge``, REORG ... PURGE."""
 
     target: TableRef
     where: exp.Expr | None = None
     zorder: tuple[str, ...] = ()
     purge: bool = False
+    full: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterClusterBy:
+    """``ALTER TABLE t CLUSTER BY (c, ...)`` / ``CLUSTER BY NONE`` (``columns`` empty)."""
+
+    target: TableRef
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,7 @@ class AlterColumn:
 
 CommandStatement = (
     InsertOverwrite
+    | AlterClusterBy
     | AlterAddConstraint
     | AlterDropConstraint
     | AlterColumn

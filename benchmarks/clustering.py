@@ -32,7 +32,11 @@ from txsql import Session
 
 
 def build(s: Session, name: str, layout: str, rows: int, inserts: int, target: str) -> None:
-    clause = {"clustered": "CLUSTER BY (k, j)", "partitioned": "PARTITIONED BY (b)"}.get(layout, "")
+    clause = {
+        "clustered": "CLUSTER BY (k)",
+        "clustered2": "CLUSTER BY (k, j)",
+        "partitioned": "PARTITIONED BY (b)",
+    }.get(layout, "")
     s.sql(
         f"CREATE TABLE {name} (k BIGINT, j INT, s STRING, b INT) {clause} "
         f"TBLPROPERTIES ('delta.targetFileSize' = '{target}')"

@@ -12,7 +12,9 @@ Row order: without ZORDER a bin's rows keep their order (file by file, by row in
 ``preserveInsertionOrder`` is true. ``ZORDER BY (a, b)`` rewrites every file of each
 selected partition as one bin and sorts its rows by a Z-order value: each column's rank
 within the bin is scaled to ``bits`` bits (``percent_rank``) and the bits of all columns
-are interleaved (Morton order), so rows close in every column end up close together.
+are interleaved (Morton order), so rows close in every column end up close together; with
+one column the rows are simply sorted by it. A clustered table's OPTIMIZE does the same over
+its clustering columns (``txsql.planner.operations.clustering``).
 
 REORG ... APPLY (PURGE) rewrites only files that have a deletion vector.
 """
@@ -239,8 +241,12 @@ def _rewrite(
     rows = rows.join(F.broadcast(bin_df), file_column)
     parts = [F.col(quote(c)) for c in snapshot.partition_columns]
     rows = rows.repartition(len(bins), bin_key)
-    if zorder:
-        rows = rows.withColumn(z, z_value(zorder, bin_key))
+    if len(zorder) == 1:  # one column: its own order is the curve
+        rows = rows.sortWithinPartitions(*parts, bin_key, F.col(quote(zorder[0])))
+    elif zorder:
+        buckets = fresh_names([f"{_Z}_{i}" for i in range(len(zorder))], rows.columns)
+        rows = rows.withColumns(dict(zip(buckets, rank_buckets(zorder, bin_key))))
+        rows = rows.withColumn(z, interleaved(buckets))
         rows = rows.sortWithinPartitions(*parts, bin_key, z)
     else:
         rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
@@ -306,23 +312,31 @@ def _bin_keys(ctx: RunContext, n: int) -> list[int]:
     return [found.get(i, i) for i in range(n)]
 
 
-def z_value(columns: tuple[str, ...], group: str) -> Column:
-    """A Morton (Z-order) key: per-column rank buckets within ``group``, bits interleaved."""
-
-    bits = max(1, min(16, 62 // len(columns)))
+def rank_buckets(columns: tuple[str, ...], group: str) -> list[Column]:
+    """Each column's rank within ``group`` scaled to the bits it gets in the Z-order key."""
+    bits = _bits(columns)
     scale = float((1 << bits) - 1)
-    buckets = [
+    return [
         F.floor(
             F.percent_rank().over(Window.partitionBy(group).orderBy(F.col(f"`{c}`"))) * scale
         ).cast("long")
         for c in columns
     ]
+
+
+def interleaved(buckets: list[str]) -> Column:
+    """A Morton (Z-order) key: the bits of the bucket columns interleaved. The buckets are
+    columns computed once: an expression per bit would repeat each rank window 16 times."""
     z: Column = F.lit(0).cast("long")
-    for b in range(bits):
+    for b in range(_bits(tuple(buckets))):
         for i, bucket in enumerate(buckets):
-            bit = F.shiftleft(F.shiftright(bucket, b).bitwiseAND(F.lit(1)), b * len(columns) + i)
-            z = z.bitwiseOR(bit)
+            shifted = F.shiftright(F.col(f"`{bucket}`"), b).bitwiseAND(F.lit(1))
+            z = z.bitwiseOR(F.shiftleft(shifted, b * len(buckets) + i))
     return z
+
+
+def _bits(columns: tuple[str, ...]) -> int:
+    return max(1, min(16, 62 // len(columns)))
 
 
 def _check_full(statement: OptimizeTable, cluster_by: tuple[str, ...]) -> None:

@@ -18,7 +18,6 @@ from txsql.errors import CorruptLogError, SchemaError
 from txsql.log.actions import DomainMetadata
 from txsql.log.schema import StructType, physical_name
 
-FEATURE = "clustering"
 DOMAIN = "delta.clustering"
 PROVIDER = "liquid"
 

@@ -32,7 +32,6 @@ from txsql.log.schema import (
     parse_schema,
 )
 
-FEATURE = "icebergCompatV2"
 ENABLE_PROPERTY = "delta.enableIcebergCompatV2"
 V1_PROPERTY = "delta.enableIcebergCompatV1"
 # PROTOCOL.md's allow-list (decimal, array, map and struct are checked by kind).

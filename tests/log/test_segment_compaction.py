@@ -24,7 +24,7 @@ TABLE = FIXTURES / "delta-modern" / "compacted-log-files-table"
 
 
 def _state(snapshot: Snapshot) -> tuple[Any, ...]:
-    files = sorted(((f.path, f.dv_id or "", f.stats or "", f.size) for f in snapshot.files))
+    files = sorted((f.path, f.dv_id or "", f.stats or "", f.size) for f in snapshot.files)
     return (
         files,
         snapshot.metadata,

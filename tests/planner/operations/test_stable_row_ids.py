@@ -81,3 +81,27 @@ def test_every_copy_keeps_its_row_id(spark: Any, tmp_path: Path, dvs: bool) -> N
         unchanged(after, set(before) - {9})
     info = DeltaLog.for_path(location).read_commit(version)[0]
     assert info.extra is not None and info.extra["tags"]["delta.rowTracking.preserved"] == "true"
+
+
+def test_conflict_names_rows_by_id(spark: Any, tmp_path: Path) -> None:
+    """Two UPDATEs of the same row: the loser's conflict (and its card) name the row by its
+    stable id, the id the oracle computes."""
+    from txsql.errors import CommitConflictError
+    from txsql.magics.conflict import ConflictCard
+
+    s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
+    s.sql(
+        "CREATE TABLE t (id BIGINT, v STRING) TBLPROPERTIES ('delta.enableRowTracking' = 'true', "
+        "'delta.enableDeletionVectors' = 'true')"
+    )
+    s.sql("INSERT INTO t SELECT id, 'a' FROM range(1, 7)")
+    _, ids = lineage(spark, str(tmp_path / "wh" / "t"))
+    loser = s.begin()
+    loser.sql("UPDATE t SET v = 'mine' WHERE id = 4")
+    s.sql("UPDATE t SET v = 'theirs' WHERE id = 4")
+    with pytest.raises(CommitConflictError) as conflict:
+        loser.commit()
+    details = list(conflict.value.row_details)
+    assert [d["row_id"] for d in details] == [ids[4][0]]
+    table = ConflictCard(conflict.value).rows_table()
+    assert table is not None and "row_id" in [c.name for c in table[0]]

@@ -86,11 +86,12 @@ def _lookup(crcs: list[int], values: list[str | None], column: ColumnInfo | None
 
 def _long_lookup(crcs: list[int], values: list[int | None], key: str) -> str:
     """``element_at(map literal, key)`` of BIGINT values (a file's row tracking fields)."""
-    pairs = ", ".join(
-        f"{sql_long(crc)}, {'CAST(NULL AS BIGINT)' if v is None else sql_long(v)}"
-        for crc, v in zip(crcs, values)
-    )
+    pairs = ", ".join(f"{sql_long(crc)}, {_bigint(v)}" for crc, v in zip(crcs, values))
     return f"element_at(CAST(map({pairs}) AS MAP<BIGINT, BIGINT>), {quote(key)})"
+
+
+def _bigint(value: int | None) -> str:
+    return "CAST(NULL AS BIGINT)" if value is None else sql_long(value)
 
 
 def stable_row_id_sql(
@@ -102,10 +103,7 @@ def stable_row_id_sql(
     files (the map literal would cost more to plan than resolving in the scan)."""
     if len(files) > _LITERAL_FILES:
         return None
-    bases = [
-        "CAST(NULL AS BIGINT)" if f.base_row_id is None else sql_long(f.base_row_id) for f in files
-    ]
-    pairs = ", ".join(f"{sql_string(f.path)}, {b}" for f, b in zip(files, bases))
+    pairs = ", ".join(f"{sql_string(f.path)}, {_bigint(f.base_row_id)}" for f in files)
     base = f"element_at(CAST(map({pairs}) AS MAP<STRING, BIGINT>), {quote(file_column)})"
     return f"coalesce({quote(stored)}, {base} + {quote(row_column)})"
 

@@ -14,7 +14,7 @@ import math
 
 from txsql.engine.file_stats import stats_leaves
 from txsql.errors import SchemaError, UnsupportedFeatureError
-from txsql.log import clustering, protocol_upgrade
+from txsql.log import clustering, properties, protocol_upgrade
 from txsql.log.actions import Action, AddFile, DomainMetadata, Metadata, Protocol
 from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
@@ -40,7 +40,7 @@ def clustered_table(
             f"{table} is partitioned; a table cannot be both partitioned and clustered",
             hint="Copy it into a new table created with CLUSTER BY and without PARTITIONED BY.",
         )
-    mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
+    mode = properties.column_mapping_mode(metadata.configuration).lower()
     paths = clustering.physical_paths(parse_schema(metadata.schema_string), columns, mode, table)
     with_stats = {path[0] for path, _ in stats_leaves(json.loads(metadata.schema_string), metadata)}
     missing = [c for c, p in zip(columns, paths) if p[0] not in with_stats]

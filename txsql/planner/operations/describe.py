@@ -48,7 +48,6 @@ def detail_row(snapshot: Snapshot, name: str | None) -> dict[str, object]:
     protocol = snapshot.protocol
     created = metadata.created_time
     table_features = sorted(features.reader_features(protocol) | features.writer_features(protocol))
-    mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
     clustered = clustering.clustering_columns(snapshot.domains) or []
     dvs = [f.deletion_vector for f in snapshot.files if f.deletion_vector is not None]
     return {
@@ -61,7 +60,7 @@ def detail_row(snapshot: Snapshot, name: str | None) -> dict[str, object]:
         "lastModified": _utc(snapshot.commit_timestamp) if snapshot.commit_timestamp else None,
         "partitionColumns": list(metadata.partition_columns),
         "clusteringColumns": clustering.logical_names(
-            parse_schema(metadata.schema_string), clustered, mode
+            parse_schema(metadata.schema_string), clustered, snapshot.column_mapping_mode
         ),
         "numFiles": len(snapshot.files),
         "sizeInBytes": sum(f.size for f in snapshot.files),

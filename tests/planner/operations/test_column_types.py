@@ -56,11 +56,11 @@ def test_widening_rewrites_no_file_and_readers_agree(s: txsql.Session) -> None:
     s.sql("INSERT INTO t VALUES (5000000000, 9000000000, 1234567.891, 0.1)")
     s.sql("UPDATE t SET v = v + 1 WHERE p = 1")  # a row of an old narrow file
     rows = sorted(tuple(r) for r in s.sql("SELECT p, v, d FROM t").df.collect())
-    version = log.latest_version()
-    assert version is not None
+    latest = log.latest_version()
+    assert latest is not None
     expected = [(p, v, float(d)) for p, v, d in rows]
     assert [r[:2] for r in rows] == [(1, 2000000001), (2, -7), (5000000000, 9000000000)]
-    found = duckdb_rows(log.table_root, version, "p, v, CAST(d AS DOUBLE)")
+    found = duckdb_rows(log.table_root, latest, "p, v, CAST(d AS DOUBLE)")
     assert found == expected
     history = s.sql("DESCRIBE HISTORY t").df.collect()
     assert any(r["operation"] == "CHANGE COLUMN" for r in history)

@@ -66,6 +66,7 @@ DEFAULT_RETENTION = "interval 7 days"
 # one listing of prepared/ and a few reads per interval, never per commit.
 COMPACT_INTERVAL = 128
 
+
 @dataclass(frozen=True)
 class Compacted:
     """What one compaction removed: positions ``[first, lowest_live)`` (empty if equal)."""
@@ -173,4 +174,3 @@ def maybe_compact(coordinator: Coordinator, position: int, now: int, retention: 
         compact_coordinator(coordinator, now, retention)
     except Exception:
         logger.debug("coordinator compaction of %s failed", coordinator.root, exc_info=True)
-

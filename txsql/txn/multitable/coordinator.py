@@ -301,7 +301,8 @@ class Coordinator:
     def _write_hint(self, position: int) -> None:
         """Best effort: a hint only ever names a record that existed (compaction may
         delete it since; the summary then says where probing starts), so a lost or stale
-        hint costs probes, never correctness; the write replaces the file whole (temp file and rename locally, one PUT on object stores)."""
+        hint costs probes, never correctness; the write replaces the file whole (temp
+        file and rename locally, one PUT on object stores)."""
         try:
             self.fs.write(self.hint_path(), json.dumps({"position": position}).encode())
         except Exception:

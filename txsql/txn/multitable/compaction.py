@@ -174,3 +174,11 @@ def maybe_compact(coordinator: Coordinator, position: int, now: int, retention: 
         compact_coordinator(coordinator, now, retention)
     except Exception:
         logger.debug("coordinator compaction of %s failed", coordinator.root, exc_info=True)
+
+
+def newest_records(coordinator: Coordinator, limit: int) -> list[GroupRecord]:
+    """The newest ``limit`` records, newest first, never below the lowest live position
+    (``SHOW TRANSACTIONS``; the summary stands for the compacted rest)."""
+    latest = coordinator.latest_position()
+    lowest = max(-1, latest - limit, read_summary(coordinator).lowest_live - 1)
+    return [coordinator.read(position) for position in range(latest, lowest, -1)]

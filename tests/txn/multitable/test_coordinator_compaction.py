@@ -24,6 +24,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
 from txsql.storage.filesystem import LocalFileIO
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.multitable import coordinator as coordinator_module
 from txsql.txn.multitable.compaction import (
     compact_coordinator,
     newest_records,
@@ -119,7 +120,7 @@ def test_a_fresh_process_finds_the_newest_and_commits_the_next_group(
 
 
 def test_a_process_whose_known_position_was_compacted_probes_from_the_summary(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = tables(tmp_path)
     groups(a, b, 3)
@@ -129,6 +130,8 @@ def test_a_process_whose_known_position_was_compacted_probes_from_the_summary(
     groups(a, b, 10, "h")
     newest = positions(tmp_path)[-1]
     compact_coordinator(fresh(tmp_path), LATER, 0)  # another process deletes `known`
+    # ... which it only may once the stale process's view is older than an hour: then.
+    monkeypatch.setattr(coordinator_module, "now_ms", lambda: LATER)
     assert stale.latest_position() == newest
 
 
@@ -139,6 +142,7 @@ def test_roll_forward_of_an_unpublished_newest_record_after_compaction(tmp_path:
     tb = writer(b, "last")
     commit_both(writer(a, "last-a"), tb)
     version = b.latest_version()
+    assert version is not None
     (Path(b.table_root) / "_delta_log" / f"{version:020d}.json").unlink()  # a crash
     coordinator = fresh(tmp_path)
     compact_coordinator(coordinator, LATER, 0)  # compaction rolls forward, keeps the newest
@@ -174,6 +178,7 @@ def test_a_conflict_still_names_a_winner_whose_record_was_compacted(tmp_path: Pa
     ta.record_scan(TRUE, [])
     writer(a, "other").commit("WRITE")  # the winner, through the coordinator
     winner_version = a.latest_version()
+    assert winner_version is not None
     info = next(x["commitInfo"] for x in raw_commit(a, winner_version) if "commitInfo" in x)
     winner_name = info["tags"]["delta.multiTableTransaction.transactionId"]
     c, d = make_table(tmp_path, "c", ENROLLED), make_table(tmp_path, "d", ENROLLED)

@@ -39,6 +39,7 @@ from txsql.log.properties import parse_interval_ms
 from txsql.storage.crashpoints import crash_point
 from txsql.txn.multitable.coordinator import (
     SUMMARY_NAME,
+    TRUSTED_MS,
     CompactionSummary,
     Coordinator,
     GroupRecord,
@@ -90,16 +91,22 @@ def compact_coordinator(coordinator: Coordinator, now: int, retention: int) -> C
     _finish(coordinator, summary)  # a compaction killed mid-way: its range first
     newest = roll_forward(coordinator) - 1  # publishes the newest: all below are published
     horizon = min(newest, _prepared_horizon(coordinator))
-    cutoff = now - retention
+    # Never shorter than TRUSTED_MS: a process that saw a record as the newest within it
+    # probes from that record without checking it still exists.
+    cutoff = now - max(retention, TRUSTED_MS)
     stop = summary.lowest_live
     kept: list[int] = list(summary.kept_decisions)
     records: list[GroupRecord] = []
-    while stop < horizon:
-        record = coordinator.read(stop)
-        if record.timestamp >= cutoff:
-            break  # timestamps of later records are later (up to clock skew): stop here
+    record = coordinator.read(stop) if stop < horizon else None
+    while record is not None and stop < horizon:
+        # A record goes once it and the record after it (written after anyone saw it as the
+        # newest) are older than the cutoff; timestamps grow with positions (up to clock
+        # skew), so the first younger one ends the range.
+        following = coordinator.read(stop + 1)
+        if record.timestamp >= cutoff or following.timestamp >= cutoff:
+            break
         records.append(record)
-        stop += 1
+        record, stop = following, stop + 1
     if not records:
         return Compacted(summary.lowest_live, summary.lowest_live, 0, summary)
     for record in records:

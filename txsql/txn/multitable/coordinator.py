@@ -63,6 +63,10 @@ COORDINATOR_PROPERTY = "txsql.multiTableTransactions.coordinator"
 HINT_NAME = "latest_position.hint"
 HINT_INTERVAL = 32
 SUMMARY_NAME = "compacted.json"
+# The shortest retention compaction uses (one hour, far above clock skew between hosts):
+# a position this process saw as the newest less than this ago cannot have been deleted,
+# so probing from it needs no check that it still exists (see latest_position).
+TRUSTED_MS = 3_600_000
 KEPT_DIR = "kept"
 _LINEAR_PROBES = 4
 
@@ -230,6 +234,8 @@ class Coordinator:
         self._published_through: int | None = None
         # The lowest live position this process has seen in the compaction summary.
         self._lowest_live = 0
+        # When _published_through was last seen to be the newest record (ms).
+        self._known_at_ms = 0
 
     def record_path(self, position: int) -> str:
         return f"{self.root}/{position:020d}.json"
@@ -249,7 +255,15 @@ class Coordinator:
             lowest = read_summary(self).lowest_live
             return self._newest_from(max(self._hinted(), lowest - 1))
         newest = self._newest_from(max(known, self.lowest_live() - 1))
-        if newest > known or newest < 0 or self.fs.exists(self.record_path(newest)):
+        if newest > known or newest < 0:
+            return newest
+        # Nothing after ``known``: it is the newest, unless compaction deleted it. It
+        # deletes a record only once the record after it is older than the retention
+        # (at least TRUSTED_MS), and that record was written after we saw ``known`` as
+        # the newest: within TRUSTED_MS of that, one probe was enough.
+        with self._lock:
+            seen_newest_at = self._known_at_ms
+        if now_ms() - seen_newest_at < TRUSTED_MS or self.fs.exists(self.record_path(newest)):
             return newest
         # What we knew was compacted away by another process since: it is no start for
         # probing (records are deleted in ascending order, so an existing one is).
@@ -341,9 +355,12 @@ class Coordinator:
             self._published_through = None
 
     def mark_published(self, position: int) -> None:
+        """``position`` is published, and was the newest record just now."""
         with self._lock:
             if self._published_through is None or position > self._published_through:
                 self._published_through = position
+            if position == self._published_through:
+                self._known_at_ms = now_ms()
 
 
 _COORDINATORS: dict[str, Coordinator] = {}

@@ -76,7 +76,6 @@ def fresh(warehouse: Path) -> Coordinator:
 def test_records_below_the_retention_go_and_disk_use_is_bounded(tmp_path: Path) -> None:
     a, b = tables(tmp_path)
     groups(a, b, 40)
-    # CREATE TABLE of the two enrolled tables went through the coordinator too.
     before, newest = record_bytes(tmp_path), positions(tmp_path)[-1]
     coordinator = fresh(tmp_path)
     kept_all = compact_coordinator(coordinator, now_ms(), retention_ms([{}]))

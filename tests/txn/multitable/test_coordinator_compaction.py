@@ -24,6 +24,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.predicates import TRUE
 from txsql.storage.filesystem import LocalFileIO
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.multitable import compaction as compaction_module
 from txsql.txn.multitable import coordinator as coordinator_module
 from txsql.txn.multitable.compaction import (
     compact_coordinator,
@@ -217,7 +218,7 @@ class FailingDeletes(LocalFileIO):
 
 @pytest.mark.parametrize("allowed", [0, 5])
 def test_a_compaction_killed_midway_leaves_a_usable_coordinator(
-    tmp_path: Path, allowed: int
+    tmp_path: Path, allowed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = tables(tmp_path)
     groups(a, b, 12)
@@ -228,6 +229,10 @@ def test_a_compaction_killed_midway_leaves_a_usable_coordinator(
     assert positions(tmp_path)[0] == allowed, "deleted in ascending order"
     assert fresh(tmp_path).latest_position() == newest
     commit_both(writer(a, "after-a"), writer(b, "after-b"))
+    # The killed compaction's lock holds others off until it is stale (15 minutes).
+    assert compact_coordinator(fresh(tmp_path), LATER, 0).deleted == 0
+    later = now_ms() + compaction_module.LOCK_STALE_MS + 1
+    monkeypatch.setattr(compaction_module, "now_ms", lambda: later)
     again = compact_coordinator(fresh(tmp_path), LATER, 0)
     assert positions(tmp_path) == [newest + 1]
     assert again.summary.deleting_from == again.summary.lowest_live == newest + 1

@@ -43,6 +43,7 @@ from txsql.txn.multitable.coordinator import (
     CompactionSummary,
     Coordinator,
     GroupRecord,
+    now_ms,
     read_summary,
 )
 from txsql.txn.multitable.publish import publish_participant, roll_forward
@@ -84,9 +85,46 @@ def retention_ms(configurations: Iterable[Mapping[str, str]]) -> int:
     return max((parse_interval_ms(v) for v in found), default=parse_interval_ms(DEFAULT_RETENTION))
 
 
+# One compaction at a time per coordinator: two could each write a summary, and the
+# later one's lowest live position could be below what the other deleted. The lock is a
+# put-if-absent file; one left by a killed compaction is taken over after LOCK_STALE_MS.
+LOCK_NAME = "compaction.lock"
+LOCK_STALE_MS = 15 * 60 * 1000
+
+
 def compact_coordinator(coordinator: Coordinator, now: int, retention: int) -> Compacted:
     """Delete the records older than ``retention`` ms before ``now`` (ms), below the newest
-    record and below every undecided prepared transaction; returns what went."""
+    record and below every undecided prepared transaction; returns what went (nothing
+    when another compaction holds the lock)."""
+    lock = f"{coordinator.root}/{LOCK_NAME}"
+    if not _take_lock(coordinator, lock):
+        summary = read_summary(coordinator)
+        return Compacted(summary.lowest_live, summary.lowest_live, 0, summary)
+    try:
+        return _compact(coordinator, now, retention)
+    finally:
+        with contextlib.suppress(FileNotFoundError, OSError):
+            coordinator.fs.delete(lock)
+
+
+def _take_lock(coordinator: Coordinator, lock: str) -> bool:
+    for _ in range(2):
+        try:
+            coordinator.fs.write_if_absent(lock, str(now_ms()).encode())
+            return True
+        except FileExistsError:
+            try:
+                taken = int(coordinator.fs.read(lock))
+            except (FileNotFoundError, ValueError):
+                taken = 0
+            if now_ms() - taken < LOCK_STALE_MS:
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                coordinator.fs.delete(lock)  # left by a killed compaction
+    return False
+
+
+def _compact(coordinator: Coordinator, now: int, retention: int) -> Compacted:
     summary = read_summary(coordinator)
     _finish(coordinator, summary)  # a compaction killed mid-way: its range first
     newest = roll_forward(coordinator) - 1  # publishes the newest: all below are published

@@ -79,6 +79,18 @@ def test_changes_name_rows_by_id(spark: Any, tmp_path: Path, dvs: str) -> None:
     assert ids[(1, "insert", 1)] == ids[(1, "update_preimage", 4)]
     # The Python API has the same columns.
     assert _changes(s.table("t").changes(1)) == changes
+    # The ids in the change files are hidden from readers that do not know them.
+    assert _deltalake_changes(location) == sorted(c[:4] for c in changes)
+
+
+def _deltalake_changes(location: str) -> list[Change]:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    table = pa.table(DeltaTable(location).load_cdf(starting_version=1).read_all())
+    assert not [c for c in table.column_names if c.startswith("_row")]
+    rows = table.to_pylist()
+    return sorted((r["id"], r["v"], r["_change_type"], r["_commit_version"]) for r in rows)
 
 
 def test_statements_of_one_transaction(spark: Any, tmp_path: Path) -> None:

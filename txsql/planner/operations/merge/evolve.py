@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.log.actions import Metadata
+from txsql.planner.operations.widening import AUTO_MERGE_CONF, auto_merge
 from txsql.planner.sql.statements import Merge
 
 if TYPE_CHECKING:
@@ -23,14 +24,10 @@ if TYPE_CHECKING:
 
     from txsql.log.snapshot import Snapshot
 
-AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
-
 
 def evolution_enabled(spark: SparkSession, statement: Merge) -> bool:
     """WITH SCHEMA EVOLUTION, or the session's autoMerge conf set to true."""
-    if statement.schema_evolution:
-        return True
-    return str(spark.conf.get(AUTO_MERGE_CONF, "false") or "false").strip().lower() == "true"
+    return statement.schema_evolution or auto_merge(spark)
 
 
 def evolved_metadata(

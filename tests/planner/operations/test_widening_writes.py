@@ -136,3 +136,25 @@ def test_merge_refused_without_evolution(s: txsql.Session) -> None:
     )
     _check_widened(s, result)
     assert _rows(s) == [(1, BIG)]
+
+
+def test_no_silent_overflow_with_ansi_mode_off(s: txsql.Session) -> None:
+    # With ANSI mode off Spark's CAST wraps a BIGINT around into an INT: txsql checks the
+    # fit itself, so the write fails as it does with ANSI mode on.
+    s.sql("CREATE TABLE t (id INT, v INT)")
+    s.sql("INSERT INTO t VALUES (1, 5)")
+    s.spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        with pytest.raises(ArithmeticOverflowError, match="INT column v") as inserted:
+            s.sql(f"INSERT INTO t SELECT 2, CAST({BIG} AS BIGINT)")
+        assert "delta.enableTypeWidening" in inserted.value.hint
+        with pytest.raises(ArithmeticOverflowError, match="INT column v"):
+            s.sql(
+                f"MERGE INTO t USING ({MERGE_SOURCE}) s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET v = s.v + 1"
+            )
+        s.sql("INSERT INTO t SELECT 3, CAST(NULL AS BIGINT)")  # values that fit still do
+        s.sql("INSERT INTO t SELECT 4, CAST(-7 AS BIGINT)")
+    finally:
+        s.spark.conf.set("spark.sql.ansi.enabled", "true")
+    assert _rows(s) == [(1, 5), (3, None), (4, -7)]

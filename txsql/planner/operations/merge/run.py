@@ -52,7 +52,7 @@ from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.changes import StatementChanges
 from txsql.planner.dml.column_defs import merge_with_defaults
-from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.conform import ansi_off, conform_to_schema, fit_checked
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
@@ -145,6 +145,8 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     if lineage:  # an updated row keeps its stable id
         kept = stable_row_id_sql(files, lineage[0], mx.FILE, mx.ROW) or ""
         plan = replace(plan, lineage=lineage, kept_row_id=kept)
+    if ansi_off(ctx.spark):  # assigned values must fit, ANSI mode or not
+        plan = _fit_checked(plan, snapshot)
     with (
         counting_jobs() as jobs,
         explained_overflow(before, wider, target.display, evolution, text),
@@ -308,6 +310,18 @@ def _persisted_join(
         counting, observed = observe_counts(plan, rows)
     written += write(counting)
     return summarize(plan, rows, joined, files, observed), rows
+
+
+def _fit_checked(plan: MergePlan, snapshot: Snapshot) -> MergePlan:
+    """Every clause's assigned values checked to fit their columns (see fit_checked)."""
+    fields = {f.name: f for f in spark_schema(snapshot.schema_json).fields}
+    clauses = tuple(
+        c
+        if c.outputs is None
+        else replace(c, outputs={k: fit_checked(v, fields[k]) for k, v in c.outputs.items()})
+        for c in plan.clauses
+    )
+    return replace(plan, clauses=clauses)
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:

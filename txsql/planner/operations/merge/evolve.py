@@ -6,7 +6,8 @@ Delta's rule (``MERGE WITH SCHEMA EVOLUTION INTO`` or the session conf
 (names compared case-insensitively) is appended to the target schema, nullable, with the
 source's type; old rows read NULL for it. The new schema is one ``metaData`` action in
 the MERGE's own commit, so the rows and the schema change land together or not at all.
-Without evolution (or without a ``*`` clause) the schema never changes.
+Without evolution (or without a ``*`` clause) no column is added. The same switch lets a
+wider source type widen a column (:mod:`txsql.planner.operations.widening`).
 """
 
 from __future__ import annotations

@@ -72,6 +72,12 @@ def test_insert_widens_with_evolution(s: txsql.Session) -> None:
     # Integer -> DOUBLE or DECIMAL is never automatic (Delta's rule): cast as before.
     assert s.sql("INSERT INTO t VALUES (4, CAST(7.0 AS DOUBLE))").message == ""
     assert _field(s, "v")["type"] == "long"
+    # A DataFrame append follows INSERT's rule: pandas' int64 ids are BIGINT.
+    import pandas as pd
+
+    appended = s.table("t").append(pd.DataFrame({"id": [BIG], "v": [1]}))
+    assert appended.message == "widened id INT → BIGINT"
+    assert (BIG, 1) in _rows(s)
 
 
 def test_insert_refused_without_the_feature_or_evolution(s: txsql.Session) -> None:

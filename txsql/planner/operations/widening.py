@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +183,23 @@ def _widening_hint(
     alter = f"ALTER TABLE {table} ALTER COLUMN {first.column} TYPE {sql_spelling(first.new)}"
     how = " and ".join(steps) if steps else "widen the column by hand"
     return f"To keep these values, {how}; or run {alter} first. Nothing was committed."
+
+
+def widen_for_insert(
+    spark: SparkSession,
+    txn: Transaction,
+    snapshot: Snapshot,
+    source_fields: Sequence[Any],
+    columns: Sequence[str] | None,
+    table: str,
+    text: str,
+) -> tuple[Snapshot, str, AbstractContextManager[None]]:
+    """INSERT's (and an append's) use of this module: the snapshot to write with, the
+    result's message and the guard to write in (:func:`explained_overflow`)."""
+    wider = candidates(snapshot, insert_sources(snapshot, source_fields, columns))
+    evolution = auto_merge(spark)
+    widened, message = widen_columns(txn, snapshot, wider, table) if evolution else (snapshot, "")
+    return widened, message, explained_overflow(snapshot, wider, table, evolution, text)
 
 
 def insert_sources(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from txsql.engine.names import fresh_names
 from txsql.engine.scan import scan_snapshot, snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.log import row_tracking
@@ -98,7 +99,7 @@ def resolve_inserts(
     pending = (F.col(change_type) == F.lit(insert)) & F.col(quote(lineage[0])).isNull()
     columns = [c for c in rows.columns if c not in (change_type, *lineage)]
     fresh = _fresh_rows(spark, snapshot, added, columns)
-    key, rank = "__txsql_cdf_key", "__txsql_cdf_rank"
+    key, rank = fresh_names(["_cdf_key", "_cdf_rank"], rows.columns)
     waiting = _ranked(rows.where(pending).drop(*lineage), columns, key, rank)
     ranked = _ranked(fresh, columns, key, rank).select(key, rank, *[quote(c) for c in lineage])
     paired = waiting.join(ranked, [key, rank], "left")
@@ -116,17 +117,19 @@ def _fresh_rows(
     scanned = replace(snapshot, files=tuple(added))
     scan = scan_snapshot(spark, scanned, with_row_ids=True, with_lineage=True, stored_lineage=True)
     file_column, row_column = snapshot_row_ids(scanned)
+    path, base, version = fresh_names(["_cdf_path", "_cdf_base", "_cdf_version"], scan.columns)
     bases = spark.createDataFrame(
         [(a.path, a.base_row_id, a.default_row_commit_version) for a in added],
-        "__txsql_cdf_path STRING, __txsql_cdf_base BIGINT, __txsql_cdf_version BIGINT",
+        f"{quote(path)} STRING, {quote(base)} BIGINT, {quote(version)} BIGINT",
     )
+    # A row's fresh id: its file's baseRowId + its position (PROTOCOL.md "Row Tracking").
     joined = scan.where(F.col(quote(row_id)).isNull()).join(
-        F.broadcast(bases), F.col(quote(file_column)) == F.col("__txsql_cdf_path"), "left"
+        F.broadcast(bases), F.col(quote(file_column)) == F.col(quote(path)), "left"
     )
     return joined.select(
         *[F.col(quote(c)) for c in columns],
-        (F.col("__txsql_cdf_base") + F.col(quote(row_column))).alias(row_id),
-        F.col("__txsql_cdf_version").alias(commit_version),
+        (F.col(quote(base)) + F.col(quote(row_column))).alias(row_id),
+        F.col(quote(version)).alias(commit_version),
     )
 
 

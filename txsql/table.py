@@ -17,6 +17,7 @@ from txsql.planner.catalog import sql_string
 from txsql.planner.context import RunContext
 from txsql.planner.idempotent import AppWrite, StatementSkipped
 from txsql.planner.operations.describe import history_dataframe
+from txsql.planner.operations.lineage import row_lineage
 from txsql.planner.operations.writes import append_dataframe
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.refs import TableRef
@@ -99,10 +100,19 @@ class Table:
 
         Rows: the table's columns plus ``_change_type`` (``insert``, ``delete``,
         ``update_preimage``, ``update_postimage``), ``_commit_version`` and
-        ``_commit_timestamp``, as ``SELECT * FROM table_changes(...)`` returns them.
+        ``_commit_timestamp``, as ``SELECT * FROM table_changes(...)`` returns them; on a
+        table tracking rows, then ``_row_id`` and ``_row_commit_version``.
         """
 
         return changes_dataframe(self._context, self.ref, start, end)
+
+    def lineage(self, where: str | None = None) -> pd.DataFrame:
+        """Every version that changed the rows ``where`` picks now (a Spark SQL predicate;
+        None: every row, up to 1,000), found by row id: columns ``row_id``, ``version``,
+        ``timestamp``, ``operation``, ``before`` and ``after`` (the row's values as dicts,
+        ``before`` None where the version inserted it). Needs row tracking
+        (``delta.enableRowTracking``)."""
+        return row_lineage(self._context, self.log, self.snapshot(), self.name, where)
 
     def to_spark(self, version: int | None = None, timestamp: Any = None) -> DataFrame:
         """The table's rows at the newest version, a version, or a timestamp."""

@@ -103,16 +103,14 @@ def test_legacy_column_mapping_reader_is_readable() -> None:
     assert reader_features(Protocol(2, 5)) == {"columnMapping"}
 
 
-def test_column_mapped_fixture_writable_in_name_mode_only() -> None:
+def test_column_mapped_fixture_writable_in_both_modes() -> None:
     protocol, metadata = _latest("delta-golden/dv-with-columnmapping")
     check_readable(protocol)
     check_writable(protocol, metadata)  # 'name' mode: txsql writes physical names
     id_mode = replace(
         metadata, configuration={**metadata.configuration, "delta.columnMapping.mode": "id"}
     )
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping") as info:
-        check_writable(protocol, id_mode)
-    assert "'name' mode only" in info.value.message
+    check_writable(protocol, id_mode)  # 'id' mode: every field id in the files too
 
 
 def test_cdf_fixture_writable_with_cdf_enabled() -> None:
@@ -207,8 +205,8 @@ def test_protocol_for_new_tables() -> None:
 @pytest.mark.parametrize(
     "conf",
     [
-        {"delta.columnMapping.mode": "id"},
         {"delta.feature.icebergCompatV1": "supported"},
+        {"delta.feature.icebergWriterCompatV1": "supported"},
     ],
 )
 def test_new_table_with_unwritable_features_refused(conf: dict[str, str]) -> None:
@@ -233,14 +231,13 @@ def test_properties_list_their_reader_writer_feature(key: str, value: str, featu
     assert protocol_for_new_table({key: value}) == Protocol(3, 7, (feature,), (feature,))
 
 
-@pytest.mark.parametrize(("key", "feature"), [("delta.enableIcebergCompatV2", "icebergCompatV2")])
-def test_properties_that_need_an_unwritable_feature_are_refused_by_name(
-    key: str, feature: str
-) -> None:
+def test_iceberg_compat_property_lists_its_writer_feature() -> None:
     # Stored without the feature, the property makes Delta refuse the whole table.
-    with pytest.raises(UnsupportedFeatureError, match=feature):
-        protocol_for_new_table({key: "true"})
-    assert protocol_for_new_table({key: "false"}) == Protocol(1, 2)
+    wanted = protocol_for_new_table(
+        {"delta.enableIcebergCompatV2": "true", "delta.columnMapping.mode": "name"}
+    )
+    assert set(wanted.writer_features or ()) == {"icebergCompatV2", "columnMapping"}
+    assert protocol_for_new_table({"delta.enableIcebergCompatV2": "false"}) == Protocol(1, 2)
 
 
 def test_with_features_upgrades_legacy_versions() -> None:

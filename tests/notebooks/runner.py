@@ -27,7 +27,7 @@ from tests.notebooks.browser_check import outputs_page, problems
 
 KERNELS = int(os.environ.get("TXSQL_NOTEBOOK_KERNELS", "2"))
 # Longest first (seconds on an idle machine), so the last one to start is a short one.
-LONGEST_FIRST = ("06", "03", "07", "02", "04", "05", "01")
+LONGEST_FIRST = ("06", "03", "07", "08", "02", "04", "05", "01")
 
 
 @dataclass(frozen=True)

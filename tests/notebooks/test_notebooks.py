@@ -29,6 +29,7 @@ def test_notebooks_exist() -> None:
         "05_exactly_once.ipynb",
         "06_conflict_matrix.ipynb",
         "07_transactions_across_tables.ipynb",
+        "08_modern_tables.ipynb",
     ]
 
 

@@ -1,4 +1,5 @@
-"""Per-file constants of a scan: partition values (typed, from the log) and ``_file``.
+"""Per-file constants of a scan: partition values (typed, from the log), ``_file`` and, for
+stable row ids, each file's ``baseRowId`` and ``defaultRowCommitVersion``.
 
 Partition values are taken from the log, never from directory names; ``_file`` is the add
 action's ``path`` exactly as in the log. Both are constant per data file, so each becomes a
@@ -52,6 +53,10 @@ def constant_lookups(files: Sequence[ScanFile], layout: ScanLayout) -> dict[str,
     for i, column in enumerate(layout.schema.partition_columns):
         values = [partition_text(f.add, column.physical_name) for f in files]
         lookups[h.parts[i]] = _lookup(crcs, values, column, h.key)
+    if layout.lineage:
+        lookups[h.base_row_id] = _long_lookup(crcs, [f.add.base_row_id for f in files], h.key)
+        versions = [f.add.default_row_commit_version for f in files]
+        lookups[h.base_version] = _long_lookup(crcs, versions, h.key)
     return lookups
 
 
@@ -79,6 +84,30 @@ def _lookup(crcs: list[int], values: list[str | None], column: ColumnInfo | None
     return f"element_at({table}, {quote(key)})"
 
 
+def _long_lookup(crcs: list[int], values: list[int | None], key: str) -> str:
+    """``element_at(map literal, key)`` of BIGINT values (a file's row tracking fields)."""
+    pairs = ", ".join(f"{sql_long(crc)}, {_bigint(v)}" for crc, v in zip(crcs, values))
+    return f"element_at(CAST(map({pairs}) AS MAP<BIGINT, BIGINT>), {quote(key)})"
+
+
+def _bigint(value: int | None) -> str:
+    return "CAST(NULL AS BIGINT)" if value is None else sql_long(value)
+
+
+def stable_row_id_sql(
+    files: Sequence[AddFile], stored: str, file_column: str, row_column: str
+) -> str | None:
+    """SQL for a row's stable id from the stored lineage column ``stored`` (see
+    ``scan_snapshot(stored_lineage=True)``) and the scan's ``_file`` and ``_row_index``: the
+    stored id, else its file's ``baseRowId`` + row index. None above ``_LITERAL_FILES``
+    files (the map literal would cost more to plan than resolving in the scan)."""
+    if len(files) > _LITERAL_FILES:
+        return None
+    pairs = ", ".join(f"{sql_string(f.path)}, {_bigint(f.base_row_id)}" for f in files)
+    base = f"element_at(CAST(map({pairs}) AS MAP<STRING, BIGINT>), {quote(file_column)})"
+    return f"coalesce({quote(stored)}, {base} + {quote(row_column)})"
+
+
 def _join_constants(
     spark: SparkSession, df: DataFrame, files: Sequence[ScanFile], layout: ScanLayout
 ) -> DataFrame:
@@ -93,11 +122,17 @@ def _join_constants(
     for i, column in enumerate(schema.partition_columns):
         values = [partition_text(f.add, column.physical_name) for f in files]
         table[h.parts[i]] = pa.array(values, pa.string())
+    lineage = [h.base_row_id, h.base_version] if layout.lineage else []
+    if layout.lineage:
+        table[h.base_row_id] = pa.array([f.add.base_row_id for f in files], pa.int64())
+        versions = [f.add.default_row_commit_version for f in files]
+        table[h.base_version] = pa.array(versions, pa.int64())
     info = spark.createDataFrame(pa.table(table))
     typed = [F.col(h.info_key), F.col(h.info_file)] + [
         F.col(h.parts[i]).cast(c.logical_type).alias(h.parts[i])
         for i, c in enumerate(schema.partition_columns)
     ]
+    typed += [F.col(name) for name in lineage]
     info = info.select(typed)
     if not layout.with_row_ids:
         info = info.drop(h.info_file)

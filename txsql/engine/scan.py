@@ -43,6 +43,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,7 @@ from txsql.engine.scan_files import (
 )
 from txsql.engine.schema import TableSchema, table_schema
 from txsql.errors import SchemaError
+from txsql.log import row_tracking
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -89,7 +91,12 @@ def snapshot_row_ids(snapshot: Snapshot) -> tuple[str, str]:
 
 
 def scan_snapshot(
-    spark: SparkSession, snapshot: Snapshot, *, with_row_ids: bool = False
+    spark: SparkSession,
+    snapshot: Snapshot,
+    *,
+    with_row_ids: bool = False,
+    with_lineage: bool = False,
+    stored_lineage: bool = False,
 ) -> DataFrame:
     """Read the table as of ``snapshot``.
 
@@ -101,6 +108,16 @@ def scan_snapshot(
             columns, which DML turns into deletion vectors. If the table has columns of
             those names, the hidden ones are renamed (``_file_1``...): see
             :func:`snapshot_row_ids`. They are always the last two columns.
+        with_lineage: With row ids, on a table keeping stable row ids
+            (``delta.enableRowTracking``), also return each row's stable row id and row
+            commit version, named as the table's materialized columns
+            (:func:`txsql.log.row_tracking.materialized_columns`), before ``_file``: a
+            statement that copies rows writes them on, and every copy keeps its identity.
+        stored_lineage: With lineage, return the values as the files store them instead
+            (NULL for a fresh row): a caller that needs the ids of a few rows only (MERGE's
+            matched rows) resolves them after its join, where they cost per row joined
+            rather than per row scanned
+            (:func:`~txsql.engine.file_constants.stable_row_id_sql`).
 
     Returns:
         The live rows, columns in schema order with logical names (then the hidden ones).
@@ -115,50 +132,47 @@ def scan_snapshot(
     schema = table_schema(
         snapshot.schema_json, snapshot.partition_columns, snapshot.column_mapping_mode
     )
-    helpers = ScanHelpers.of(schema)
+    lineage = None
+    if with_row_ids and with_lineage:
+        lineage = row_tracking.materialized_columns(snapshot.configuration)
+    layout = ScanLayout(schema, ScanHelpers.of(schema), True, with_row_ids, lineage, stored_lineage)
     with _collations_checked(schema):
-        return _scan(spark, snapshot, schema, helpers, with_row_ids)
+        return _scan(spark, snapshot, layout)
 
 
-def _scan(
-    spark: SparkSession,
-    snapshot: Snapshot,
-    schema: TableSchema,
-    helpers: ScanHelpers,
-    with_row_ids: bool,
-) -> DataFrame:
+def _scan(spark: SparkSession, snapshot: Snapshot, layout: ScanLayout) -> DataFrame:
     if not snapshot.files:
-        return _empty(spark, schema, with_row_ids, helpers)
+        return _empty(spark, layout)
     files = [ScanFile(f, resolve_path(snapshot.table_root, f.path)) for f in snapshot.files]
-    key = _scan_key(spark, snapshot, with_row_ids)
+    key = _scan_key(spark, snapshot, layout)
     cached = _SCAN_CACHE.get(key)
     if cached is not None and cached.sparkSession is spark:
         # Planned before: only re-check that no data file vanished since (VACUUM, a manual
         # delete), which the planning below would have reported.
         raise_missing([f.local_path for f in files if not is_present(f.local_path)])
         return cached
-    df = _plan_scan(spark, snapshot, schema, files, with_row_ids, helpers)
+    df = _plan_scan(spark, snapshot, files, layout)
     _SCAN_CACHE.put(key, df)
     return df
 
 
 def _plan_scan(
-    spark: SparkSession,
-    snapshot: Snapshot,
-    schema: TableSchema,
-    files: list[ScanFile],
-    with_row_ids: bool,
-    helpers: ScanHelpers,
+    spark: SparkSession, snapshot: Snapshot, files: list[ScanFile], layout: ScanLayout
 ) -> DataFrame:
     """The scan DataFrame: plain and DV files read, DVs applied, constants attached."""
+    schema, with_row_ids = layout.schema, layout.with_row_ids
     # Unpartitioned tables scanned without row ids need no per-file constant at all.
     constants = with_row_ids or bool(schema.partition_columns)
     plain = [f for f in files if f.add.deletion_vector is None]
     deleted = [f for f in files if f.add.deletion_vector is not None]
-    parts = [(read_files(spark, schema, group), group) for group in (plain, deleted) if group]
+    parts = [
+        (read_files(spark, schema, group, layout.lineage), group)
+        for group in (plain, deleted)
+        if group
+    ]
     scanned = [f for _, group in parts for f in group]
     long_keys = len({f.crc for f in scanned}) == len(scanned)
-    layout = ScanLayout(schema, helpers, long_keys, with_row_ids)
+    layout = replace(layout, long_keys=long_keys)
     # Both sides of the union get the same helper columns (a row index read for nothing
     # costs nothing measurable, and Spark prunes it where no one uses it).
     key, row = constants or bool(deleted), with_row_ids or bool(deleted)
@@ -212,26 +226,26 @@ def pushed_filters(df: DataFrame) -> list[str]:
     return [line[len(prefix) :].strip() for line in lines if line.startswith(prefix)]
 
 
-def _scan_key(spark: SparkSession, snapshot: Snapshot, with_row_ids: bool) -> tuple[Any, ...]:
+def _scan_key(spark: SparkSession, snapshot: Snapshot, layout: ScanLayout) -> tuple[Any, ...]:
     """What a scan's plan depends on: session, table root, schema and every file with its DV."""
     files = tuple(
         (f.path, f.dv_id, f.size, tuple(sorted(f.partition_values.items()))) for f in snapshot.files
     )
     schema = json.dumps(snapshot.schema_json, sort_keys=True)
-    layout = (tuple(snapshot.partition_columns), snapshot.column_mapping_mode)
-    return (id(spark), snapshot.table_root, with_row_ids, schema, layout, files)
+    table_layout = (tuple(snapshot.partition_columns), snapshot.column_mapping_mode)
+    shape = (layout.with_row_ids, layout.lineage, layout.stored_lineage)
+    return (id(spark), snapshot.table_root, shape, schema, table_layout, files)
 
 
 _SCAN_CACHE = ScanCache()
 
 
-def _empty(
-    spark: SparkSession, schema: TableSchema, with_row_ids: bool, helpers: ScanHelpers
-) -> DataFrame:
-    fields = list(schema.logical.fields)
-    if with_row_ids:
+def _empty(spark: SparkSession, layout: ScanLayout) -> DataFrame:
+    fields = list(layout.schema.logical.fields)
+    fields += [StructField(name, LongType(), True) for name in layout.lineage or ()]
+    if layout.with_row_ids:
         fields += [
-            StructField(helpers.file_out, StringType(), False),
-            StructField(helpers.row_out, LongType(), False),
+            StructField(layout.helpers.file_out, StringType(), False),
+            StructField(layout.helpers.row_out, LongType(), False),
         ]
     return spark.createDataFrame([], StructType(fields))

@@ -66,10 +66,29 @@ def select_output(df: DataFrame, layout: ScanLayout, lookups: Mapping[str, str])
             texts.append(f"{quote(column.physical_name)} AS {quote(column.logical_name)}")
         else:  # nested fields renamed by a cast: see TableSchema.logical_data_column
             return df.select(_output_columns(layout, lookups))
+    texts += _lineage_texts(layout, lookups)
     if layout.with_row_ids:
         file_sql = lookups.get(h.info_file, quote(h.info_file))
         texts += [f"{file_sql} AS {quote(h.file_out)}", f"{quote(h.row)} AS {quote(h.row_out)}"]
     return df.selectExpr(*texts)
+
+
+def _lineage_texts(layout: ScanLayout, lookups: Mapping[str, str]) -> list[str]:
+    """Each row's stable row id and row commit version (PROTOCOL.md "Row Tracking"): the
+    materialized value where a copy wrote one, else the fresh one (the file's
+    ``baseRowId`` + the physical row index; its ``defaultRowCommitVersion``)."""
+    if layout.lineage is None:
+        return []
+    h = layout.helpers
+    row_id, version = (quote(name) for name in layout.lineage)
+    if layout.stored_lineage:
+        return [row_id, version]
+    base_id = lookups.get(h.base_row_id, quote(h.base_row_id))
+    base_version = lookups.get(h.base_version, quote(h.base_version))
+    return [
+        f"coalesce({row_id}, {base_id} + {quote(h.row)}) AS {row_id}",
+        f"coalesce({version}, {base_version}) AS {version}",
+    ]
 
 
 def sql_type(data_type: DataType) -> str:
@@ -100,6 +119,7 @@ def _output_columns(layout: ScanLayout, lookups: Mapping[str, str]) -> list[Colu
             out.append(F.expr(lookups.get(helper, quote(helper))).alias(column.logical_name))
         else:
             out.append(schema.logical_data_column(column, F.col(quote(column.physical_name))))
+    out += [F.expr(text) for text in _lineage_texts(layout, lookups)]
     if layout.with_row_ids:
         file_sql = lookups.get(h.info_file, quote(h.info_file))
         out += [F.expr(file_sql).alias(h.file_out), F.col(quote(h.row)).alias(h.row_out)]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import numpy as np
+from pyspark.sql.types import LongType
 
 from txsql.engine.names import fresh_names
 from txsql.engine.scan_cache import SparkPathCache
@@ -75,6 +76,8 @@ class ScanHelpers:
     parts: tuple[str, ...]
     file_out: str
     row_out: str
+    base_row_id: str
+    base_version: str
 
     @staticmethod
     def of(schema: TableSchema) -> ScanHelpers:
@@ -82,10 +85,10 @@ class ScanHelpers:
         file_out, row_out = row_id_columns(c.logical_name for c in schema.columns)
         taken += [file_out, row_out]
         bases = ["_txsql_fk", "_txsql_ri", "_txsql_dk", "_txsql_dp", "_txsql_dr"]
-        bases += ["_txsql_ck", "_txsql_file"]
+        bases += ["_txsql_ck", "_txsql_file", "_txsql_rb", "_txsql_rv"]
         bases += [f"_txsql_p{i}" for i in range(len(schema.partition_columns))]
         names = fresh_names(bases, taken)
-        key, row, dv_key, dv_path, dv_row, info_key, info_file = names[:7]
+        key, row, dv_key, dv_path, dv_row, info_key, info_file, base_id, base_version = names[:9]
         return ScanHelpers(
             key,
             row,
@@ -94,9 +97,11 @@ class ScanHelpers:
             dv_row,
             info_key,
             info_file,
-            tuple(names[7:]),
+            tuple(names[9:]),
             file_out,
             row_out,
+            base_id,
+            base_version,
         )
 
 
@@ -108,6 +113,10 @@ class ScanLayout:
     helpers: ScanHelpers
     long_keys: bool  # file keys are crc32 longs (distinct CRCs), else Spark's path strings
     with_row_ids: bool  # the scan returns ``_file`` and ``_row_index``
+    # The materialized (row id, row commit version) columns of a row-tracking table, read
+    # and returned under their own names with every row's stable values (see scan_snapshot).
+    lineage: tuple[str, str] | None = None
+    stored_lineage: bool = False  # the lineage columns as the files store them (NULL: fresh)
 
 
 def row_id_columns(column_names: Iterable[str]) -> tuple[str, str]:
@@ -152,8 +161,14 @@ def metadata_field(df: DataFrame, field: str) -> Column:
     return df.metadataColumn(_METADATA).getField(field)
 
 
-def read_files(spark: SparkSession, schema: TableSchema, files: list[ScanFile]) -> DataFrame:
-    """One Parquet scan over ``files``; fills in each file's ``spark_path``."""
+def read_files(
+    spark: SparkSession,
+    schema: TableSchema,
+    files: list[ScanFile],
+    lineage: tuple[str, str] | None = None,
+) -> DataFrame:
+    """One Parquet scan over ``files`` (plus the ``lineage`` columns, NULL in files without
+    them); fills in each file's ``spark_path``."""
     paths = [_escape_glob(f.local_path) for f in files]
     local_paths = [f.local_path for f in files]
     # Known paths skip inputFiles(). A file gone since is left to Spark's listing below,
@@ -162,7 +177,10 @@ def read_files(spark: SparkSession, schema: TableSchema, files: list[ScanFile]) 
     if known is not None and not all(is_present(p) for p in local_paths):
         known = None
     with _listing_on_driver(spark, len(paths)):
-        df = spark.read.schema(schema.physical_read_schema()).parquet(*paths)
+        read_schema = schema.physical_read_schema()
+        for name in lineage or ():
+            read_schema = read_schema.add(name, LongType(), True)
+        df = spark.read.schema(read_schema).parquet(*paths)
     if known is None:
         seen = _listed(df)
         raise_missing([p for p in local_paths if p not in seen])

@@ -113,6 +113,10 @@ def statement_error(
         valued.locate(statement, at_line, at_column)
         return valued
     first = spark_error_message(error)
+    hint = ""
+    if "COLUMN_IS_NOT_VARIANT_TYPE" in str(error):  # Spark 4.1 lacks the message text
+        first = "the `col:path` syntax reads VARIANT columns only, and this column is not one"
+        hint = " For JSON text use get_json_object(col, '$.path') or parse_json(col):path."
     if "NOT NULL constraint violated" in str(error):
         detail = str(error).split("NOT NULL constraint violated", 1)[1].splitlines()[0]
         first = "NOT NULL constraint violated" + detail.split(".")[0]
@@ -124,7 +128,7 @@ def statement_error(
         statement=statement,
         line=at_line,
         column=at_column,
-        hint=f"Fix the statement; {unchanged}.",
+        hint=f"Fix the statement; {unchanged}.{hint}",
     )
 
 

@@ -34,6 +34,7 @@ from pyspark.sql.types import NullType
 
 from txsql.engine.charvarchar import enforce_lengths, length_error
 from txsql.engine.file_stats import file_stats, stats_leaves
+from txsql.engine.parquet_ids import needs_field_ids, set_field_ids
 from txsql.engine.scan_columns import sql_type
 from txsql.engine.schema import TableSchema, quote, table_schema
 from txsql.engine.write_rules import apply_write_rules, rule_error
@@ -44,10 +45,12 @@ from txsql.engine.written_files import (
     partition_types,
     partition_values,
 )
-from txsql.errors import DiskFullError, SchemaError, StorageError
-from txsql.log import features
+from txsql.errors import DiskFullError, SchemaError, StorageError, UnsupportedFeatureError
+from txsql.log import features, iceberg_compat, row_tracking
 from txsql.log.actions import AddFile, Metadata, Protocol
 from txsql.log.column_rules import column_rules
+from txsql.log.field_ids import field_ids
+from txsql.log.schema import parse_schema
 from txsql.storage.crashpoints import crash_point
 from txsql.storage.durable import make_dirs, sync_files, write_error
 from txsql.storage.factory import file_io_for, spark_uri
@@ -89,7 +92,10 @@ def write_data_files(
     Args:
         spark: The session (the scan API's first argument too; ``df`` carries its own).
         df: Rows to write, columns named by the table's logical names in any order. Values
-            are cast to the table's column types.
+            are cast to the table's column types. On a table keeping stable row ids, the
+            materialized row id and row commit version columns (named as
+            ``scan_snapshot(with_lineage=True)`` returns them) are written as they are, when
+            present: copied rows keep their ids, NULLs get fresh ones at commit.
         table_root: Local path of the table root.
         metadata: The table's ``metaData``: schema, partition columns and configuration
             (stats settings, column mapping mode).
@@ -127,17 +133,25 @@ def write_data_files(
     schema = table_schema(schema_json, metadata.partition_columns, mode)
     if enforce:
         df = apply_write_rules(df, metadata, rewrite=rewrite, identity=identity)
+    # Stable row ids of copied rows travel as the table's materialized columns (no stats).
+    lineage = row_tracking.materialized_columns(metadata.configuration) or ()
+    carried = [name for name in lineage if name in df.columns]
     # Each projection is an analysis on the driver: skip the one that would change nothing.
     refilled = enforce and rewrite and bool(column_rules(metadata).generated)  # appended
     if conformed and mode == "none" and not refilled:
         void = [c.physical_name for c in schema.columns if isinstance(c.physical_type, NullType)]
         projected = df.drop(*void) if void else df
     else:
-        projected = df.selectExpr(*_physical_columns(df, schema))
+        texts = _physical_columns(df.drop(*carried), schema)
+        lineage_texts = [f"CAST({quote(n)} AS BIGINT) AS {quote(n)}" for n in carried]
+        projected = df.selectExpr(*texts, *lineage_texts)
     physical = {c.logical_name: c.physical_name for c in schema.columns}
     projected = enforce_lengths(projected, schema_json, physical)  # CHAR/VARCHAR(n)
     projected = _with_field_ids(projected, schema, _field_ids(schema_json, mode))
-    materialized = bool(schema.partition_columns) and features.materializes_partitions(protocol)
+    materialized = bool(schema.partition_columns) and features.materializes_partitions(
+        protocol, metadata.configuration
+    )
+    all_ids = needs_field_ids(mode, iceberg_compat.active(metadata.configuration))
     if materialized:  # the files keep the columns; Spark partitions by copies of them
         projected = projected.selectExpr(
             "*",
@@ -155,6 +169,13 @@ def write_data_files(
             *[partition_directory(c.physical_name, materialized) for c in schema.partition_columns]
         )
     if not location.is_local:
+        if all_ids:
+            raise UnsupportedFeatureError(
+                f"txsql cannot write {table_root} on an object store: its files need Parquet "
+                "field ids on array elements and map entries (column mapping 'id' mode or "
+                "icebergCompatV2), which txsql sets on local files only",
+                hint="Write this table with Delta Spark, or from a local or mounted path.",
+            )
         return _write_to_object_store(
             writer, location.root, metadata, schema_json, schema, materialized
         )
@@ -168,7 +189,12 @@ def write_data_files(
             if typed is None:
                 raise
             raise typed from exc
-        moved = [_move(staging, root, rel) for rel in sorted(_part_files(staging))]
+        staged = sorted(_part_files(staging))
+        if all_ids:
+            ids = field_ids(parse_schema(metadata.schema_string))
+            for rel in staged:
+                set_field_ids(os.path.join(staging, rel), ids)
+        moved = [_move(staging, root, rel) for rel in staged]
         # Spark's writer does not fsync: the files and their directory entries must be on
         # disk before a commit can name them.
         sync_files(os.path.join(root, rel) for rel in moved)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from txsql.errors import SchemaError, UnsupportedFeatureError
-from txsql.log import properties
+from txsql.log import iceberg_compat, properties
 from txsql.log.actions import Metadata, Protocol
 from txsql.log.schema import StructType, parse_schema
 from txsql.log.type_features import (
@@ -55,6 +55,7 @@ WRITER_FEATURES_SUPPORTED = frozenset(
     | {"variantShredding", "variantShredding-preview"}  # written unshredded: always allowed
     | {"clustering"}  # the domain is kept, new files carry no clusteringProvider
     | {"materializePartitionColumns"}  # txsql.engine.write keeps them in the files
+    | {"icebergCompatV2"}  # its rules: txsql.log.iceberg_compat
 )
 
 # Enrolment in txsql's multi-table transactions (txsql.txn.multitable.coordinator). The
@@ -158,15 +159,6 @@ def check_snapshot_readable(protocol: Protocol, metadata: Metadata) -> StructTyp
     return schema
 
 
-def _unsupported_usage(metadata: Metadata) -> dict[str, str]:
-    """Features the table *uses* that txsql cannot maintain on write, with the reason."""
-    conf: Mapping[str, str] = metadata.configuration
-    used: dict[str, str] = {}
-    if properties.column_mapping_mode(conf) == "id":
-        used["columnMapping"] = "txsql writes 'name' mode only (no Parquet field ids)"
-    return used
-
-
 # Columns a change-data-feed read adds; a CDF table may not have columns of these names.
 CDC_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -189,12 +181,19 @@ def check_cdc_columns(metadata: Metadata) -> None:
         )
 
 
-def materializes_partitions(protocol: Protocol | None) -> bool:
-    """Whether new data files must also hold the partition columns.
+def materializes_partitions(
+    protocol: Protocol | None, configuration: Mapping[str, str] | None = None
+) -> bool:
+    """Whether new data files must also hold the partition columns (the feature, or the
+    rules of icebergCompatV2).
 
     >>> materializes_partitions(Protocol(3, 7, (), ("materializePartitionColumns",)))
     True
+    >>> materializes_partitions(None, {"delta.enableIcebergCompatV2": "true"})
+    True
     """
+    if configuration is not None and iceberg_compat.active(configuration):
+        return True
     return protocol is not None and "materializePartitionColumns" in writer_features(protocol)
 
 
@@ -221,13 +220,11 @@ def check_writable(
     # A writer-7 list is binding whether or not the table uses the feature; legacy
     # versions imply features that matter only when the metadata uses them.
     unknown = active - WRITER_FEATURES_SUPPORTED if protocol.min_writer_version >= 7 else set()
-    usage = _unsupported_usage(metadata)
-    names = set(unknown) | set(usage)
-    if names:
-        why = "".join(f"; {name}: {usage[name]}" for name in sorted(usage))
-        refuse_features("writer features", names, WRITER_FEATURES_SUPPORTED, why)
+    if unknown:
+        refuse_features("writer features", set(unknown), WRITER_FEATURES_SUPPORTED)
     kept = parse_schema(existing.schema_string) if existing is not None else None
     check_schema_features(protocol, metadata, void_columns(kept) if kept else frozenset())
+    iceberg_compat.check(metadata, existing)
 
 
 def check_schema_features(

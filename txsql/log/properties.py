@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from txsql.errors import InvalidTablePropertyError
+from txsql.log import iceberg_compat
 
 
 class TableProperties:
@@ -264,7 +265,17 @@ def checkpoint_interval(conf: Mapping[str, str]) -> int:
 
 
 def deletion_vectors_enabled(conf: Mapping[str, str]) -> bool:
-    """Whether writers may create DVs (readers honour DVs regardless)."""
+    """Whether writers may create DVs (readers honour DVs regardless). Never while
+    icebergCompatV2 is active: Iceberg V2 readers of the same files would not see them.
+
+    >>> deletion_vectors_enabled({"delta.enableDeletionVectors": "true"})
+    True
+    >>> deletion_vectors_enabled({"delta.enableDeletionVectors": "true",
+    ...                           "delta.enableIcebergCompatV2": "true"})
+    False
+    """
+    if iceberg_compat.active(conf):
+        return False
     return _get(conf, P.ENABLE_DELETION_VECTORS, P.ENABLE_DELETION_VECTORS_DEFAULT) == "true"
 
 

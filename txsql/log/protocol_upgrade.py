@@ -94,10 +94,7 @@ def features_for_properties(configuration: Mapping[str, str]) -> list[str]:
         if configuration.get(key, "").strip().lower() == "true":
             wanted.append(feature)
     refused = {n for n in wanted if n not in WRITER_FEATURES_SUPPORTED}
-    mapping = properties.column_mapping_mode(configuration)
-    if mapping == "id":
-        refused.add("columnMapping")
-    elif mapping == "name":
+    if properties.column_mapping_mode(configuration) in ("name", "id"):
         wanted.append("columnMapping")
     if refused:
         refuse_features("features", refused, WRITER_FEATURES_SUPPORTED)

@@ -6,8 +6,9 @@ deletion vector deletes count), and a fresh commit version, its file's
 (unless ``delta.rowTrackingSuspended``) gives every new file a fresh range of ids above the
 high-water mark kept in the ``delta.rowTracking`` domain, and moves the mark; a file it
 commits again (a new deletion vector) keeps both fields. With ``delta.enableRowTracking``
-the *stable* ids (materialized in hidden columns when rows are copied) must also survive
-UPDATE, MERGE and compaction: :func:`copies_rows` tells which commits could not keep them.
+the *stable* ids must also survive UPDATE, MERGE and compaction: a copied row carries its
+id and commit version in the hidden columns :func:`materialized_columns` names (NULL there
+means the fresh values above). :func:`copies_rows` tells which commits copy rows.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
-from txsql.errors import CorruptLogError, UnsupportedFeatureError
+from txsql.errors import CorruptLogError
 from txsql.log.actions import Action, AddFile, DomainMetadata, Protocol, RemoveFile
 
 FEATURE = "rowTracking"
@@ -80,8 +82,7 @@ def mark_domain(mark: int) -> DomainMetadata:
 def copies_rows(actions: Sequence[Action]) -> bool:
     """Whether a commit may move existing rows into new files (UPDATE, MERGE, copy-on-write
     DELETE, compaction): it removes files and adds files that are not those same files
-    committed again. Such rows would need their stable ids written into the materialized
-    columns, which txsql does not write yet.
+    committed again. Such rows keep their stable ids only through the materialized columns.
 
     >>> copies_rows([AddFile("n", {}, 1, 0)])
     False
@@ -97,6 +98,22 @@ def copies_rows(actions: Sequence[Action]) -> bool:
     )
 
 
+def materialized_columns(configuration: Mapping[str, str]) -> tuple[str, str] | None:
+    """The hidden Parquet columns (row id, row commit version) that keep stable ids of
+    copied rows, when ``delta.enableRowTracking`` is on and both names are set.
+
+    >>> materialized_columns({ENABLE_PROPERTY: "true", ROW_ID_COLUMN_PROPERTY: "r",
+    ...                       COMMIT_VERSION_COLUMN_PROPERTY: "v"})
+    ('r', 'v')
+    >>> materialized_columns({ROW_ID_COLUMN_PROPERTY: "r", COMMIT_VERSION_COLUMN_PROPERTY: "v"})
+    """
+    row_id = configuration.get(ROW_ID_COLUMN_PROPERTY)
+    version = configuration.get(COMMIT_VERSION_COLUMN_PROPERTY)
+    if not enabled(configuration) or not row_id or not version:
+        return None
+    return row_id, version
+
+
 def materialized_column_names() -> dict[str, str]:
     """Fresh hidden column names for a table enabling row tracking, as Delta Spark names
     them (unique forever: a uuid each)."""
@@ -106,27 +123,25 @@ def materialized_column_names() -> dict[str, str]:
     }
 
 
-def with_column_names(
-    old: Mapping[str, str], new: Mapping[str, str], files: Sequence[AddFile], table: str
-) -> dict[str, str]:
+def with_column_names(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
     """``new`` table properties, completed when they turn ``delta.enableRowTracking`` on:
-    the hidden column names are chosen then (kept if already set) and never change.
-
-    Raises:
-        UnsupportedFeatureError: live files have no row ids yet (a backfill would have
-            to commit each of them again with ids, which txsql does not do).
-    """
+    the hidden column names are chosen then (kept if already set) and never change."""
     configuration = dict(new)
     if not enabled(new) or enabled(old):
         return configuration
-    untracked = [f.path for f in files if f.base_row_id is None]
-    if untracked:
-        raise UnsupportedFeatureError(
-            f"cannot turn on delta.enableRowTracking for {table}: {len(untracked)} of its "
-            "files have no row ids yet, and txsql does not backfill them",
-            hint="Enable row tracking when creating the table (CREATE TABLE ... TBLPROPERTIES "
-            "('delta.enableRowTracking' = 'true')), or backfill it with Delta Spark.",
-        )
     for key, name in materialized_column_names().items():
         configuration.setdefault(key, name)
     return configuration
+
+
+def backfill(files: Sequence[AddFile]) -> list[AddFile]:
+    """The files to commit again when row tracking is turned on for a table with rows
+    (PROTOCOL.md "Row Tracking", backfill): every live file without ids, unchanged
+    (``dataChange`` false, its DV kept). The commit gives each a fresh ``baseRowId`` range
+    and its own version as ``defaultRowCommitVersion``, as for any new file.
+
+    >>> tracked = AddFile("b", {}, 1, 0, base_row_id=0)
+    >>> [(f.path, f.data_change) for f in backfill([AddFile("a", {}, 1, 0), tracked])]
+    [('a', False)]
+    """
+    return [replace(f, data_change=False) for f in files if f.base_row_id is None]

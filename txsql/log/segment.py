@@ -28,6 +28,8 @@ from txsql.storage.paths import LAST_CHECKPOINT, SIDECAR_DIR, classify_log_file
 
 # Version checksum files (``checksum.py`` reads them; listed here so one listing serves all).
 _CHECKSUM = re.compile(r"^(\d{20})\.crc$")
+# Log compaction files (PROTOCOL.md "Log Compaction Files"): commits x..y reconciled.
+_COMPACTED = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 
 # Spark's CheckpointInstance.Format ordinals: for one version, V2 > multi-part > single.
 _KIND_RANK = {"v2": 3, "multipart": 2, "checkpoint": 1}
@@ -56,6 +58,8 @@ class LogListing:
     hint: dict[str, Any] | None = None
     sidecars: frozenset[str] = field(default_factory=frozenset)
     checksums: frozenset[int] = field(default_factory=frozenset)  # versions with a .crc
+    # (first, last) version -> a log compaction file reconciling commits first..last
+    compactions: dict[tuple[int, int], FileStatus] = field(default_factory=dict)
 
     @property
     def latest_commit(self) -> int | None:
@@ -75,11 +79,36 @@ class LogSegment:
     checkpoint: CheckpointRef | None
     commits: tuple[FileStatus, ...]
     last_commit: FileStatus | None
+    # Log compaction files fully inside the commits' range, (first, last) -> file.
+    compactions: dict[tuple[int, int], FileStatus] = field(default_factory=dict)
 
     @property
     def commit_versions(self) -> tuple[int, ...]:
         start = self.checkpoint.version + 1 if self.checkpoint else 0
         return tuple(range(start, start + len(self.commits)))
+
+    def replay_files(self) -> list[FileStatus]:
+        """The files to replay after the checkpoint, in order: each run of commits a log
+        compaction file covers is replaced by that one file (the longest run from each
+        position), the rest are the commits themselves. The result equals replaying every
+        commit: a compaction file holds exactly the reconciled actions of its commits."""
+        versions = self.commit_versions
+        by_start: dict[int, tuple[int, FileStatus]] = {}
+        for (first, last), status in self.compactions.items():
+            if first in by_start and by_start[first][0] >= last:
+                continue
+            by_start[first] = (last, status)
+        out: list[FileStatus] = []
+        position = 0
+        while position < len(versions):
+            found = by_start.get(versions[position])
+            if found is not None and found[0] <= versions[-1] and found[0] > versions[position]:
+                out.append(found[1])
+                position += found[0] - versions[position] + 1
+            else:
+                out.append(self.commits[position])
+                position += 1
+        return out
 
 
 def read_last_checkpoint(store: LogStore) -> dict[str, Any] | None:
@@ -102,12 +131,15 @@ def list_log(store: LogStore) -> LogListing:
     commits: dict[int, FileStatus] = {}
     checkpoints: dict[int, list[tuple[str, FileStatus]]] = {}
     checksums: set[int] = set()
+    compactions: dict[tuple[int, int], FileStatus] = {}
     has_v2 = False
     for status in store.fs.list_dir(store.log_dir):
         parsed = classify_log_file(status.name)
         if parsed is None:
             if m := _CHECKSUM.match(status.name):
                 checksums.add(int(m.group(1)))
+            elif (m := _COMPACTED.match(status.name)) and status.size > 0:
+                compactions[(int(m.group(1)), int(m.group(2)))] = status
             continue
         if parsed.kind == "commit":
             commits[parsed.version] = status
@@ -120,7 +152,7 @@ def list_log(store: LogStore) -> LogListing:
         listed = store.fs.list_dir(store.log_path(SIDECAR_DIR))
         sidecars = frozenset(s.name for s in listed)
     hint = read_last_checkpoint(store) if checkpoints else None
-    return LogListing(commits, checkpoints, hint, sidecars, frozenset(checksums))
+    return LogListing(commits, checkpoints, hint, sidecars, frozenset(checksums), compactions)
 
 
 def _complete_checkpoint(
@@ -239,7 +271,12 @@ def find_segment(
     last = listing.commits.get(target)
     if last is not None and last.size == 0:
         raise CorruptLogError(f"commit file {store.log_path(last.name)} is empty (0 bytes)")
-    return LogSegment(target, checkpoint, tuple(commits), last)
+    inside = {
+        span: status
+        for span, status in listing.compactions.items()
+        if start <= span[0] < span[1] <= target
+    }
+    return LogSegment(target, checkpoint, tuple(commits), last, inside)
 
 
 def list_and_find(store: LogStore, version: int | None = None) -> tuple[LogListing, LogSegment]:

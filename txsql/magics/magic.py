@@ -32,6 +32,7 @@ from txsql.magics.errors import (
     quiet_spark_error_logs,
 )
 from txsql.magics.history import HistoryView
+from txsql.magics.lineage import lineage_view
 from txsql.magics.options import MagicOptions, help_text, parse_line
 from txsql.magics.progress import IPythonDisplay
 from txsql.magics.runner import CellRun, render_sql, run_sql
@@ -42,7 +43,7 @@ from txsql.magics.warmup import cancel_warmup, wants_warmup, warm_statements
 from txsql.planner.sql.script import split_statements
 from txsql.version import __version__
 
-SUBCOMMANDS = ("history", "diff", "sessions", "tables", "maintenance")
+SUBCOMMANDS = ("history", "diff", "lineage", "sessions", "tables", "maintenance")
 
 STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-separated):
   CREATE TABLE t (id BIGINT, v STRING) [PARTITIONED BY (...)] [AS SELECT ...]
@@ -51,7 +52,8 @@ STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-se
   and UPDATE/DELETE/MERGE/RESTORE/OPTIMIZE/VACUUM/...
 Parameters: `WHERE id = :id` binds the notebook variable `id` as a typed literal.
 DataFrames: `FROM df` reads the pandas or Spark DataFrame in variable `df`.
-Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | sessions | tables
+Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | lineage t [WHERE pred]
+| sessions | tables
   diff pairs a removed and an added row with the same key (default: the first column)
   into one updated row shown as old → new.
 Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress"""
@@ -310,6 +312,8 @@ class TxSqlMagics(Magics, TxSql):
             truncated = limit is not None and len(rows) > limit
             shown = rows[:limit] if limit is not None else rows
             return HistoryView(table.name, shown, truncated, all_columns=options.all_columns)
+        if name == "lineage":
+            return lineage_view(session, args)
         wanted = parse_diff_args(args)
         return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
 

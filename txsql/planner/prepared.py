@@ -23,11 +23,13 @@ from txsql.planner.sql.transactions import (
 from txsql.planner.transaction_control import commit_description, refuse_if_aborted
 from txsql.result import Result
 from txsql.txn.isolation import IsolationLevel
+from txsql.txn.multitable.compaction import newest_records
 from txsql.txn.multitable.coordinator import (
     COORDINATOR_DIR,
     Coordinator,
     coordinator_at,
     coordinator_root,
+    read_summary,
 )
 from txsql.txn.prepared.decide import commit_prepared, rollback_prepared
 from txsql.txn.prepared.prepare import PreparedOutcome, prepare_transactions
@@ -164,21 +166,34 @@ def run_show_transactions(ctx: RunContext, statement: ShowTransactions, text: st
     every prepared transaction still undecided (state ``prepared``, no position; the
     version each table would become if it were committed now)."""
     coordinator = warehouse_coordinator(ctx)
-    latest = coordinator.latest_position()
+    groups = newest_records(coordinator, statement.limit)
     rows: list[dict[str, Any]] = []
-    for position in range(latest, max(-1, latest - statement.limit), -1):
-        group = coordinator.read(position)
+    for group in groups:
         state = "rolled back" if group.prepared_outcome == ROLLBACK else "committed"
         base = {
             "transaction_id": group.transaction_id,
             "state": state,
-            "position": position,
+            "position": group.position,
             "time": _timestamp(group.timestamp),
         }
         if not group.participants:
             rows.append({**base, "table": None, "version": None})
         for p in group.participants:
             rows.append({**base, "table": ctx.label(p.table_root), "version": p.version})
+    summary = read_summary(coordinator)
+    if summary.compacted and len(groups) < statement.limit:
+        # Compacted groups keep no names (their commits keep them, in each table's log):
+        # one row stands for them all, at the newest compacted position and time.
+        rows.append(
+            {
+                "transaction_id": f"({summary.compacted} compacted)",
+                "state": "compacted",
+                "position": summary.lowest_live - 1,
+                "time": _timestamp(summary.newest_compacted_ms),
+                "table": None,
+                "version": None,
+            }
+        )
     for record in undecided(coordinator):
         for part in record.participants:
             rows.append(

@@ -19,6 +19,7 @@ from txsql.planner.operations.alter import (
     run_unset_properties,
 )
 from txsql.planner.operations.clone import run_clone
+from txsql.planner.operations.clustering import run_alter_cluster_by
 from txsql.planner.operations.columns import run_drop_columns, run_rename_column
 from txsql.planner.operations.constraints import (
     run_add_constraint,
@@ -63,6 +64,7 @@ from txsql.planner.prepared import (
 from txsql.planner.sql.command_statements import (
     AlterAddColumns,
     AlterAddConstraint,
+    AlterClusterBy,
     AlterColumn,
     AlterDropColumns,
     AlterDropConstraint,
@@ -142,6 +144,7 @@ STATEMENTS: dict[type, Entry] = {
     AlterAddConstraint: Entry(run_add_constraint),
     AlterDropConstraint: Entry(run_drop_constraint),
     AlterColumn: Entry(run_alter_column),
+    AlterClusterBy: Entry(run_alter_cluster_by),
     DescribeHistory: Entry(run_describe_history),
     DescribeDetail: Entry(run_describe_detail),
     RestoreTable: Entry(run_restore),

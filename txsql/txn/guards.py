@@ -39,15 +39,19 @@ def check_append_only(txn: Transaction, operation: str) -> None:
 
 
 # Operations whose new files hold only new rows (fresh ids are right for them) even when
-# they also remove files: an overwrite, or a table replaced by a query.
+# they also remove files: an overwrite (its copies of kept rows carry their ids), or a table
+# replaced by a query.
 NEW_ROWS_ONLY = frozenset({"WRITE", "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"})
+# Operations that copy rows and write each copy's stable row id and commit version into
+# the table's materialized columns (scan_snapshot(with_lineage=True) to write_data_files).
+KEEPS_ROW_IDS = frozenset({"UPDATE", "MERGE", "DELETE", "OPTIMIZE", "REORG"})
 
 
 def check_row_ids_kept(txn: Transaction, operation: str) -> None:
     """Refuse a commit that would move rows of a ``delta.enableRowTracking`` table into new
-    files (UPDATE, MERGE updates, copy-on-write DELETE, OPTIMIZE, REORG): the protocol wants
-    their stable row ids kept in materialized hidden columns, which txsql does not write
-    yet, so those rows would silently get new ids.
+    files without their stable row ids: every statement that copies rows writes them into
+    the materialized columns (:data:`KEEPS_ROW_IDS`); any other would silently give the
+    rows new ids.
 
     Raises:
         UnsupportedFeatureError: the staged actions copy rows of such a table.
@@ -55,13 +59,13 @@ def check_row_ids_kept(txn: Transaction, operation: str) -> None:
     snapshot = txn.current_snapshot()
     if snapshot is None or not row_tracking.enabled(snapshot.configuration):
         return
-    if operation in NEW_ROWS_ONLY or not row_tracking.copies_rows(txn.staged):
+    if operation in NEW_ROWS_ONLY | KEEPS_ROW_IDS or not row_tracking.copies_rows(txn.staged):
         return
     raise UnsupportedFeatureError(
         f"{operation} cannot run on {txn.table_root}: it moves existing rows into new files, "
         "and on a table with delta.enableRowTracking = true their stable row ids must be "
-        "kept in materialized columns, which txsql does not write yet",
+        "kept in materialized columns, which this statement does not write",
         hint="Run this statement with Delta Spark or Databricks, or stop keeping stable row "
         "ids: ALTER TABLE ... SET TBLPROPERTIES ('delta.enableRowTracking' = 'false') (new "
-        "rows still get row ids). INSERT, DELETE and insert-only MERGE work as they are.",
+        "rows still get row ids).",
     )

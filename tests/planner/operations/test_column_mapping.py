@@ -198,8 +198,6 @@ def test_mapping_mode_changes_and_bad_columns_refused(spark: Any, tmp_path: Path
     s.sql("ALTER TABLE n RENAME COLUMN p TO q")
     assert deltalake_rows(str(tmp_path / "n"), 2, "a, b, q") == [(1, 2, 3), (4, 5, None)]
     assert duckdb_rows(str(tmp_path / "n"), 2, "a, b") == [(1, 2), (4, 5)]
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
-        s.sql("CREATE TABLE i (a INT) TBLPROPERTIES ('delta.columnMapping.mode' = 'id')")
     # A CHECK constraint names columns logically: renaming or dropping them is refused.
     s.sql("ALTER TABLE n ADD CONSTRAINT pos CHECK (a > 0)")
     before = DeltaLog.for_path(str(tmp_path / "n")).latest_version()

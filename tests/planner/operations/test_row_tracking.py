@@ -1,9 +1,9 @@
 """Tables that track row ids (``delta.enableRowTracking``), through SQL.
 
-INSERT, DELETE (deletion vectors), insert-only MERGE and TRUNCATE keep every row's id;
-UPDATE, MERGE updates and OPTIMIZE would move rows into new files without the materialized
-id columns, so they are refused by name and leave the table as it was. DuckDB's delta
-extension and deltalake, which share no code with txsql, read every version.
+INSERT, DELETE (deletion vectors), insert-only MERGE and TRUNCATE keep every row's id
+(statements that copy rows: ``test_stable_row_ids.py``); with the property off, copies
+get fresh ids and the commit says so. DuckDB's delta extension and deltalake, which share
+no code with txsql, read every version.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
-from txsql.errors import UnsupportedFeatureError
+from tests.interop.row_ids import lineage
 from txsql.log import row_tracking
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
@@ -60,17 +60,6 @@ def test_row_ids_through_sql(spark: Any, tmp_path: Path) -> None:
     assert sorted(_ids(log.snapshot()).values()) == [(0, 1), (3, 2)]
     assert _agree(location, 3, s) == [(1, "a"), (3, "c"), (4, "d"), (5, "e")]
 
-    for statement in (
-        "UPDATE t SET v = 'x' WHERE id = 1",
-        "MERGE INTO t USING (SELECT 1 AS id, 'y' AS v) s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET v = s.v",
-        "OPTIMIZE t",
-    ):
-        with pytest.raises(UnsupportedFeatureError, match="row ids") as refused:
-            s.sql(statement)
-        assert "enableRowTracking" in (refused.value.hint or "")
-        assert log.latest_version() == 3  # nothing committed, the table as it was
-
     s.sql(
         "MERGE INTO t USING (SELECT 9 AS id, 'z' AS v) s ON t.id = s.id "
         "WHEN NOT MATCHED THEN INSERT *"
@@ -91,10 +80,31 @@ def test_row_ids_through_sql(spark: Any, tmp_path: Path) -> None:
     assert _agree(location, updated.version, s)[0] == (1, "x")
 
 
-def test_enabling_on_a_table_with_rows_is_refused(spark: Any, tmp_path: Path) -> None:
+def test_enabling_on_a_table_with_rows_backfills_their_ids(spark: Any, tmp_path: Path) -> None:
     s = txsql.Session(spark, warehouse=str(tmp_path / "wh"))
     s.sql("CREATE TABLE t (id BIGINT, v STRING)")
-    s.sql("INSERT INTO t VALUES (1, 'a')")
-    with pytest.raises(UnsupportedFeatureError, match="backfill"):
-        s.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
-    assert DeltaLog.for_path(str(tmp_path / "wh" / "t")).latest_version() == 1
+    s.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    s.sql("INSERT INTO t VALUES (3, 'c')")
+    s.sql("DELETE FROM t WHERE id = 2")  # a deletion vector the backfill keeps
+    location = str(tmp_path / "wh" / "t")
+    log = DeltaLog.for_path(location)
+    before = {f.path: f for f in log.snapshot().files}
+    s.sql("ALTER TABLE t SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+    enabled = log.snapshot()
+    assert {"rowTracking", "domainMetadata"} <= set(enabled.protocol.writer_features or ())
+    # Every file committed again, unchanged but for its ids, in the ALTER's own commit.
+    assert {f.path for f in enabled.files} == set(before)
+    for f in enabled.files:
+        assert f.deletion_vector == before[f.path].deletion_vector
+        assert f.default_row_commit_version == enabled.version
+    starts = sorted(f.base_row_id for f in enabled.files if f.base_row_id is not None)
+    assert len(starts) == 2 and starts[0] == 0  # ranges of 2 physical rows and 1
+    assert row_tracking.high_water_mark(enabled.domains.values()) == 2
+    assert _agree(location, enabled.version, s) == [(1, "a"), (3, "c")]
+    # The oracle checks each id is its file's baseRowId + row index; the backfill's version
+    # is every row's commit version.
+    _, ids = lineage(spark, location)
+    assert {version for _, version in ids.values()} == {enabled.version}
+    s.sql("UPDATE t SET v = 'x' WHERE id = 3")
+    updated_version, after = lineage(spark, location)
+    assert after[3] == (ids[3][0], updated_version) and after[1] == ids[1]

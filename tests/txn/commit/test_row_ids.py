@@ -8,6 +8,7 @@ delta extension reads every version, and pyarrow reads the checkpoint txsql wrot
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -141,17 +142,13 @@ def test_suspended_tracking_assigns_nothing(tmp_path: Path) -> None:
     assert f.base_row_id is None and log.snapshot().domains == {}
 
 
-def test_enabling_needs_ids_on_every_live_file() -> None:
+def test_enabling_names_the_hidden_columns_once_and_backfills_untracked_files() -> None:
     untracked = AddFile("old.parquet", {}, 1, 0)
-    with pytest.raises(Exception, match="backfill"):
-        row_tracking.with_column_names({}, {row_tracking.ENABLE_PROPERTY: "true"}, [untracked], "t")
-    named = row_tracking.with_column_names({}, {row_tracking.ENABLE_PROPERTY: "true"}, [], "t")
+    assert row_tracking.backfill([untracked]) == [replace(untracked, data_change=False)]
+    named = row_tracking.with_column_names({}, {row_tracking.ENABLE_PROPERTY: "true"})
     assert named[row_tracking.ROW_ID_COLUMN_PROPERTY].startswith("_row-id-col-")
     kept = {row_tracking.ENABLE_PROPERTY: "true", row_tracking.ROW_ID_COLUMN_PROPERTY: "x"}
-    assert (
-        row_tracking.with_column_names({}, kept, [], "t")[row_tracking.ROW_ID_COLUMN_PROPERTY]
-        == "x"
-    )
+    assert row_tracking.with_column_names({}, kept)[row_tracking.ROW_ID_COLUMN_PROPERTY] == "x"
 
 
 def test_a_new_file_without_a_row_count_is_refused(tmp_path: Path) -> None:

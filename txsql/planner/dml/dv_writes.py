@@ -314,7 +314,9 @@ def _copy_on_write(
     bitmaps = pa.table(
         {"p": [add.path for add, _ in rewrite], "b": [rows.serialize() for _, rows in rewrite]}
     )
-    scan = scan_snapshot(spark, replace(snapshot, files=files), with_row_ids=True)
+    # Copies keep their stable row ids and commit versions (row tracking).
+    subset = replace(snapshot, files=files)
+    scan = scan_snapshot(spark, subset, with_row_ids=True, with_lineage=True)
     file_column, row_column = snapshot_row_ids(snapshot)
     del_path, del_row = fresh_names([_DEL_PATH, _DEL_ROW], scan.columns)
     deleted = spark.createDataFrame(bitmaps).mapInArrow(

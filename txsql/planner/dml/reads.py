@@ -18,6 +18,7 @@ from txsql.errors import SqlError
 from txsql.log.predicates import TRUE, Predicate
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
+from txsql.planner.dml import row_lineage
 from txsql.planner.frames import Frames
 from txsql.planner.sql.nodes import table_ref
 from txsql.planner.sql.predicates import prune_files, to_predicate
@@ -62,6 +63,8 @@ def substitute_tables(
     query = query.copy()
     cte_names = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     versions: dict[str, int] = {}
+    lineage = row_lineage.wanted(query)
+    with_lineage: list[exp.Table] = []
     for table in list(query.find_all(exp.Table)):
         ref = table_ref(table)
         if ref.name is not None and ref.name.lower() not in cte_names:
@@ -78,7 +81,14 @@ def substitute_tables(
         snapshot = _read_snapshot(ctx, ref, txn, table)
         versions[ref.display] = snapshot.version
         alias = table.alias or (ref.name.split(".")[-1] if ref.name else None)
-        table.replace(frames.bind(scan_snapshot(ctx.spark, snapshot), alias))
+        frame = row_lineage.lineage_frame(ctx.spark, snapshot) if lineage else None
+        bound = frames.bind(frame or scan_snapshot(ctx.spark, snapshot), alias)
+        table.replace(bound)
+        if frame is not None:
+            with_lineage.append(bound)
+    if lineage and versions and not with_lineage:
+        row_lineage.refuse_missing(list(versions))
+    row_lineage.hide_from_stars(query, with_lineage)
     return query, versions
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.scan import scan_snapshot
+from txsql.log import row_tracking
 from txsql.log.actions import AddFile
 from txsql.log.partition_values import parse_partition_value
 from txsql.log.schema import parse_schema, physical_name
@@ -41,10 +42,29 @@ def total_records(adds: Iterable[AddFile]) -> int:
 
 
 def scan_files(
-    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], *, with_row_ids: bool = False
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: Sequence[AddFile],
+    *,
+    with_row_ids: bool = False,
+    with_lineage: bool = False,
+    stored_lineage: bool = False,
 ) -> DataFrame:
-    """The live rows of just ``files`` of ``snapshot`` (deletion vectors applied)."""
-    return scan_snapshot(spark, replace(snapshot, files=tuple(files)), with_row_ids=with_row_ids)
+    """The live rows of just ``files`` of ``snapshot`` (deletion vectors applied); with
+    lineage, their stable row ids too (see :func:`~txsql.engine.scan.scan_snapshot`)."""
+    return scan_snapshot(
+        spark,
+        replace(snapshot, files=tuple(files)),
+        with_row_ids=with_row_ids,
+        with_lineage=with_lineage,
+        stored_lineage=stored_lineage,
+    )
+
+
+def lineage_columns(snapshot: Snapshot) -> list[str]:
+    """The materialized row id and row commit version columns a copy of this table's rows
+    writes on (none unless the table keeps stable row ids)."""
+    return list(row_tracking.materialized_columns(snapshot.configuration) or ())
 
 
 def partition_key(add: AddFile, snapshot: Snapshot) -> tuple[Any, ...]:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from pyroaring import BitMap64
 
 from txsql.engine.scan import scan_snapshot, snapshot_row_ids
+from txsql.engine.schema import quote
+from txsql.log import row_tracking
 from txsql.log.actions import AddFile
 from txsql.log.predicates import Predicate, to_sql
 from txsql.txn.transaction import Transaction
@@ -94,12 +96,16 @@ class SparkRowChecker:
         if df is None or snapshot is None:
             return []
         file_column, row_column = snapshot_row_ids(snapshot)
-        picked = df.select(*[df[c] for c in columns], df[file_column], df[row_column])
+        # A table keeping stable row ids names each row by its id too (the card shows it).
+        lineage = row_tracking.materialized_columns(snapshot.configuration)
+        ids = [df[quote(lineage[0])]] if lineage else []
+        picked = df.select(*[df[c] for c in columns], df[file_column], df[row_column], *ids)
         out = []
         for r in picked.limit(limit).collect():
             values = [r[i] for i in range(len(columns))]
             path, index = r[len(columns)], r[len(columns) + 1]
-            out.append({"file": path, "row": int(index), **dict(zip(columns, values))})
+            named = {"row_id": r[len(columns) + 2]} if lineage else {}
+            out.append({"file": path, "row": int(index), **named, **dict(zip(columns, values))})
         return out
 
     def _physical_rows(self, rows: Mapping[str, tuple[AddFile, BitMap64]]) -> DataFrame | None:
@@ -109,11 +115,15 @@ class SparkRowChecker:
         snapshot = self._txn.snapshot()
         if snapshot is None:
             return None
-        return physical_rows(self._spark, snapshot, rows)
+        return physical_rows(self._spark, snapshot, rows, with_lineage=True)
 
 
 def physical_rows(
-    spark: SparkSession, snapshot: Snapshot, rows: Mapping[str, tuple[AddFile, BitMap64]]
+    spark: SparkSession,
+    snapshot: Snapshot,
+    rows: Mapping[str, tuple[AddFile, BitMap64]],
+    *,
+    with_lineage: bool = False,
 ) -> DataFrame:
     """Exactly the given physical rows (path -> (file, row indexes)), whatever their DVs say.
 
@@ -124,7 +134,8 @@ def physical_rows(
 
     file_column, row_column = snapshot_row_ids(snapshot)
     files = tuple(replace(add, deletion_vector=None) for add, _ in rows.values())
-    df = scan_snapshot(spark, replace(snapshot, files=files), with_row_ids=True)
+    subset = replace(snapshot, files=files)
+    df = scan_snapshot(spark, subset, with_row_ids=True, with_lineage=with_lineage)
     conditions = [
         (df[file_column] == add.path) & df[row_column].isin(list(bits))
         for add, bits in rows.values()

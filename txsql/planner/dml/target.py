@@ -90,15 +90,21 @@ class DmlTarget:
         return plan_files(self.snapshot, self.predicate, whole_files=whole_files)
 
     def matching_rows(
-        self, files: Sequence[AddFile], extra: Sequence[tuple[str, exp.Expr]] = ()
+        self,
+        files: Sequence[AddFile],
+        extra: Sequence[tuple[str, exp.Expr]] = (),
+        *,
+        with_lineage: bool = False,
     ) -> DataFrame:
-        """Rows of ``files`` satisfying the condition: all columns, ``_file``, ``_row_index``.
+        """Rows of ``files`` satisfying the condition: all columns, ``_file``, ``_row_index``
+        (and with lineage the stable row id columns before them, see ``scan_snapshot``).
 
         ``extra`` adds named expressions (UPDATE's SET values) evaluated on the same rows.
         """
         spark = self.ctx.spark
         frames = Frames()
-        scan = scan_snapshot(spark, replace(self.snapshot, files=tuple(files)), with_row_ids=True)
+        subset = replace(self.snapshot, files=tuple(files))
+        scan = scan_snapshot(spark, subset, with_row_ids=True, with_lineage=with_lineage)
         table = frames.bind(scan, self.alias)
         columns: list[exp.Expr] = [exp.Star()]
         columns += [exp.alias_(value.copy(), name, quoted=True) for name, value in extra]

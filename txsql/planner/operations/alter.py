@@ -18,7 +18,8 @@ from typing import Any
 from txsql.engine.charvarchar import length_metadata
 from txsql.errors import InvalidTablePropertyError, SchemaError
 from txsql.log import features, properties, protocol_upgrade, row_tracking
-from txsql.log.actions import Action, Metadata, Protocol
+from txsql.log.actions import Action, AddFile, Metadata, Protocol
+from txsql.log.predicates import TRUE
 from txsql.planner.context import RunContext
 from txsql.planner.dml.rewrite import commit_result
 from txsql.planner.operations.columns import enable_mapping, map_new_fields
@@ -56,11 +57,7 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
         version = (txn.read_version or 0) + 1
         configuration[P.IN_COMMIT_TIMESTAMP_ENABLEMENT_VERSION] = str(version)
         configuration[P.IN_COMMIT_TIMESTAMP_ENABLEMENT_TIMESTAMP] = str(int(time.time() * 1000))
-    snapshot = txn.current_snapshot()
-    files = snapshot.files if snapshot is not None else ()
-    configuration = row_tracking.with_column_names(
-        metadata.configuration, configuration, files, statement.target.display
-    )
+    configuration = row_tracking.with_column_names(metadata.configuration, configuration)
     # none -> name: every column gets an id and keeps its name as the physical name.
     configuration, schema_string = enable_mapping(metadata, configuration, metadata.schema_string)
     new_metadata = replace(metadata, configuration=configuration, schema_string=schema_string)
@@ -81,6 +78,7 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
     features.check_cdc_columns(new_metadata)
     _refuse_leaving_while_prepared(txn, metadata, configuration, statement.target.display)
     actions.append(new_metadata)
+    actions += _row_tracking_backfill(txn, metadata.configuration, configuration)
     txn.stage(actions)
     parameters = {"properties": json.dumps({**given, **requested})}
     committed = ctx.commit(txn, "SET TBLPROPERTIES", parameters, {})
@@ -93,6 +91,23 @@ def run_set_properties(ctx: RunContext, statement: AlterSetProperties, text: str
         txn.read_version,
         message=note if committed is not None else "",
     )
+
+
+def _row_tracking_backfill(
+    txn: Transaction, old: dict[str, str], new: dict[str, str]
+) -> list[AddFile]:
+    """Turning ``delta.enableRowTracking`` on gives the table's existing rows their ids in
+    the same commit: every live file without ids is committed again (see
+    :func:`row_tracking.backfill`). The whole table counts as read, so a concurrent DML
+    that changed a file conflicts instead of having its change overwritten."""
+    if not row_tracking.enabled(new) or row_tracking.enabled(old):
+        return []
+    snapshot = txn.current_snapshot()
+    files = list(snapshot.files) if snapshot is not None else []
+    again = row_tracking.backfill(files)
+    if again:
+        txn.record_scan(TRUE, files)
+    return again
 
 
 def run_unset_properties(ctx: RunContext, statement: AlterUnsetProperties, text: str) -> Result:

@@ -77,8 +77,9 @@ def enable_mapping(
 def map_new_table(
     schema_json: dict[str, Any], configuration: Mapping[str, str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """CREATE TABLE under 'name' mode: ids from 1 and fresh ``col-<uuid>`` physical names."""
-    if properties.column_mapping_mode(configuration).lower() != "name":
+    """CREATE TABLE under 'name' or 'id' mode: ids from 1 and fresh ``col-<uuid>`` physical
+    names (in 'id' mode the data files carry the ids, see txsql.engine.parquet_ids)."""
+    if properties.column_mapping_mode(configuration).lower() not in ("name", "id"):
         return schema_json, dict(configuration)
     schema, top = assign_column_mapping(schema_json, 0, keep_names=False)
     return schema, {**configuration, MAX_COLUMN_ID: str(top)}
@@ -101,7 +102,7 @@ def map_new_fields(
 def run_rename_column(ctx: RunContext, statement: AlterRenameColumn, text: str) -> Result:
     txn, metadata = _begin_mapped(ctx, statement, "RENAME COLUMN")
     schema = json.loads(metadata.schema_string)
-    field = _find(schema, statement.old, statement.target.display)
+    field = find_column(schema, statement.old, statement.target.display)
     new_lower = statement.new.lower()
     if statement.new == field["name"]:
         raise SchemaError(
@@ -115,7 +116,7 @@ def run_rename_column(ctx: RunContext, statement: AlterRenameColumn, text: str) 
             hint="Pick a name the table does not use (names are case-insensitive).",
         )
     old_name = field["name"]
-    _refuse_if_referenced(metadata, schema, old_name, "rename", statement.target.display)
+    refuse_if_referenced(metadata, schema, old_name, "rename", statement.target.display)
     field["name"] = statement.new
     partitions = tuple(
         statement.new if p.lower() == old_name.lower() else p for p in metadata.partition_columns
@@ -144,7 +145,7 @@ def run_drop_columns(ctx: RunContext, statement: AlterDropColumns, text: str) ->
     dropped: list[str] = []
     for name in statement.columns:
         try:
-            field = _find(schema, name, statement.target.display)
+            field = find_column(schema, name, statement.target.display)
         except SchemaError:
             if statement.if_exists:
                 continue
@@ -155,7 +156,7 @@ def run_drop_columns(ctx: RunContext, statement: AlterDropColumns, text: str) ->
                 hint="Partition columns shape the table's layout; copy the table without it "
                 "(CREATE TABLE ... AS SELECT) instead.",
             )
-        _refuse_if_referenced(metadata, schema, field["name"], "drop", statement.target.display)
+        refuse_if_referenced(metadata, schema, field["name"], "drop", statement.target.display)
         if field["name"] not in dropped:
             dropped.append(field["name"])
     if not dropped:
@@ -202,7 +203,7 @@ def _begin_mapped(
     return txn, snapshot.metadata
 
 
-def _refuse_if_referenced(
+def refuse_if_referenced(
     metadata: Metadata, schema: dict[str, Any], column: str, verb: str, table: str
 ) -> None:
     """CHECK constraints and generation expressions name columns by their logical names:
@@ -229,7 +230,7 @@ def _refuse_if_referenced(
         )
 
 
-def _find(schema: dict[str, Any], name: str, table: str) -> dict[str, Any]:
+def find_column(schema: dict[str, Any], name: str, table: str) -> dict[str, Any]:
     fields: list[dict[str, Any]] = schema["fields"]
     for f in fields:
         if f["name"] == name:

@@ -27,6 +27,7 @@ from txsql.log.predicates import TRUE
 from txsql.planner.context import RunContext
 from txsql.planner.dml.column_defs import check_default, require_defaults_feature
 from txsql.planner.dml.rewrite import commit_result
+from txsql.planner.operations.column_types import run_alter_column_type
 from txsql.planner.sql.command_statements import (
     AlterAddConstraint,
     AlterColumn,
@@ -105,6 +106,8 @@ def run_drop_constraint(ctx: RunContext, statement: AlterDropConstraint, text: s
 
 
 def run_alter_column(ctx: RunContext, statement: AlterColumn, text: str) -> Result:
+    if statement.new_type is not None:
+        return run_alter_column_type(ctx, statement, text)
     txn, snapshot = ctx.begin_alter(statement.target)
     metadata = snapshot.metadata
     table = statement.target.display

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from txsql.log import features
+from txsql.log import clustering, features
 from txsql.log.deltalog import DeltaLog
+from txsql.log.schema import parse_schema
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.sql.command_statements import DescribeDetail
@@ -47,7 +48,7 @@ def detail_row(snapshot: Snapshot, name: str | None) -> dict[str, object]:
     protocol = snapshot.protocol
     created = metadata.created_time
     table_features = sorted(features.reader_features(protocol) | features.writer_features(protocol))
-    clustering = metadata.configuration.get("clusteringColumns")
+    clustered = clustering.clustering_columns(snapshot.domains) or []
     dvs = [f.deletion_vector for f in snapshot.files if f.deletion_vector is not None]
     return {
         "format": "delta",
@@ -58,7 +59,9 @@ def detail_row(snapshot: Snapshot, name: str | None) -> dict[str, object]:
         "createdAt": _utc(created) if created is not None else None,
         "lastModified": _utc(snapshot.commit_timestamp) if snapshot.commit_timestamp else None,
         "partitionColumns": list(metadata.partition_columns),
-        "clusteringColumns": [c for c in (clustering or "").split(",") if c],
+        "clusteringColumns": clustering.logical_names(
+            parse_schema(metadata.schema_string), clustered, snapshot.column_mapping_mode
+        ),
         "numFiles": len(snapshot.files),
         "sizeInBytes": sum(f.size for f in snapshot.files),
         "properties": dict(metadata.configuration),

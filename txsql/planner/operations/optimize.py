@@ -12,7 +12,9 @@ Row order: without ZORDER a bin's rows keep their order (file by file, by row in
 ``preserveInsertionOrder`` is true. ``ZORDER BY (a, b)`` rewrites every file of each
 selected partition as one bin and sorts its rows by a Z-order value: each column's rank
 within the bin is scaled to ``bits`` bits (``percent_rank``) and the bits of all columns
-are interleaved (Morton order), so rows close in every column end up close together.
+are interleaved (Morton order), so rows close in every column end up close together; with
+one column the rows are simply sorted by it. A clustered table's OPTIMIZE does the same over
+its clustering columns (``txsql.planner.operations.clustering``).
 
 REORG ... APPLY (PURGE) rewrites only files that have a deletion vector.
 """
@@ -33,13 +35,14 @@ from txsql.engine.scan import snapshot_row_ids
 from txsql.engine.schema import quote
 from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
-from txsql.log import features
+from txsql.log import clustering, features
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.dml.rewrite import commit_result, scan_files, size_summary
+from txsql.planner.dml.rewrite import commit_result, lineage_columns, scan_files, size_summary
 from txsql.planner.metrics import OptimizeMetrics
+from txsql.planner.operations.clustering import clustering_bins, clustering_order, rows_per_file
 from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
 from txsql.result import Result
@@ -83,18 +86,29 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     predicate = _partition_predicate(statement, snapshot)
     zorder = _zorder_columns(statement, snapshot)
     considered = files_in_partitions(snapshot, predicate)
-    if not statement.purge:
-        # A file a clustering implementation laid out (Delta's 'liquid') is never compacted
-        # or re-sorted by another: txsql does not cluster (PROTOCOL.md "Clustered Table").
-        considered = [f for f in considered if f.clustering_provider is None]
     target_size = target_file_size(ctx, snapshot)
-    bins = plan_bins(considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder))
+    cluster_by = () if statement.purge else clustering_order(snapshot)
+    _check_full(statement, cluster_by)
+    per_file: int | None = None
+    if cluster_by:  # liquid clustering: sort the new files along a Z-order curve
+        bins, zorder = clustering_bins(considered, full=statement.full), cluster_by
+        per_file = rows_per_file([f for b in bins for f in b], target_size)
+    else:
+        if not statement.purge:
+            # A file a clustering laid out (Delta's 'liquid') is never compacted or
+            # re-sorted without its clustering (PROTOCOL.md "Clustered Table").
+            considered = [f for f in considered if f.clustering_provider is None]
+        zorder_bins = bool(zorder)
+        bins = plan_bins(
+            considered, snapshot, target_size, purge=statement.purge, zorder=zorder_bins
+        )
     rewritten = [f for b in bins for f in b]
     adds: list[AddFile] = []
     row_map: RowMap | None = None
     if bins:
         txn.record_scan(predicate, rewritten)
-        adds = _rewrite(ctx, snapshot, bins, zorder)
+        provider = clustering.PROVIDER if cluster_by else None
+        adds = _rewrite(ctx, snapshot, bins, zorder, per_file, provider)
         row_map = None if zorder else build_row_map(bins, adds)
         txn.stage([f.to_remove(data_change=False) for f in rewritten])
         txn.stage(adds)
@@ -203,9 +217,15 @@ def plan_bins(
 
 
 def _rewrite(
-    ctx: RunContext, snapshot: Snapshot, bins: list[list[AddFile]], zorder: tuple[str, ...]
+    ctx: RunContext,
+    snapshot: Snapshot,
+    bins: list[list[AddFile]],
+    zorder: tuple[str, ...],
+    per_file: int | None = None,
+    provider: str | None = None,
 ) -> list[AddFile]:
-    """Write each bin's live rows as one file (Spark groups rows by bin in one job)."""
+    """Write each bin's live rows as one file (Spark groups rows by bin in one job), or as
+    files of ``per_file`` rows; new files carry ``provider`` as their clustering provider."""
 
     files = [f for b in bins for f in b]
     keys = _bin_keys(ctx, len(bins))
@@ -217,26 +237,32 @@ def _rewrite(
     bin_df = ctx.spark.createDataFrame(
         mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
     )
-    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True)
+    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True, with_lineage=True)
     rows = rows.join(F.broadcast(bin_df), file_column)
     parts = [F.col(quote(c)) for c in snapshot.partition_columns]
     rows = rows.repartition(len(bins), bin_key)
-    if zorder:
-        rows = rows.withColumn(z, z_value(zorder, bin_key))
+    if len(zorder) == 1:  # one column: its own order is the curve
+        rows = rows.sortWithinPartitions(*parts, bin_key, F.col(quote(zorder[0])))
+    elif zorder:
+        buckets = fresh_names([f"{_Z}_{i}" for i in range(len(zorder))], rows.columns)
+        rows = rows.withColumns(dict(zip(buckets, rank_buckets(zorder, bin_key))))
+        rows = rows.withColumn(z, interleaved(buckets))
         rows = rows.sortWithinPartitions(*parts, bin_key, z)
     else:
         rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
-    rows = rows.select(*[F.col(quote(c)) for c in table_columns])
+    # Copied rows keep their stable ids and commit versions (row tracking).
+    rows = rows.select(*[F.col(quote(c)) for c in table_columns + lineage_columns(snapshot)])
     # Copies of committed rows: the column rules held when they were written.
     adds = write_data_files(
         ctx.spark,
         rows,
         snapshot.table_root,
         snapshot.metadata,
+        max_records_per_file=per_file,
         enforce=False,
         protocol=snapshot.protocol,
     )
-    return [replace(a, data_change=False) for a in adds]
+    return [replace(a, data_change=False, clustering_provider=provider) for a in adds]
 
 
 def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
@@ -286,23 +312,40 @@ def _bin_keys(ctx: RunContext, n: int) -> list[int]:
     return [found.get(i, i) for i in range(n)]
 
 
-def z_value(columns: tuple[str, ...], group: str) -> Column:
-    """A Morton (Z-order) key: per-column rank buckets within ``group``, bits interleaved."""
-
-    bits = max(1, min(16, 62 // len(columns)))
+def rank_buckets(columns: tuple[str, ...], group: str) -> list[Column]:
+    """Each column's rank within ``group`` scaled to the bits it gets in the Z-order key."""
+    bits = _bits(columns)
     scale = float((1 << bits) - 1)
-    buckets = [
+    return [
         F.floor(
             F.percent_rank().over(Window.partitionBy(group).orderBy(F.col(f"`{c}`"))) * scale
         ).cast("long")
         for c in columns
     ]
+
+
+def interleaved(buckets: list[str]) -> Column:
+    """A Morton (Z-order) key: the bits of the bucket columns interleaved. The buckets are
+    columns computed once: an expression per bit would repeat each rank window 16 times."""
     z: Column = F.lit(0).cast("long")
-    for b in range(bits):
+    for b in range(_bits(tuple(buckets))):
         for i, bucket in enumerate(buckets):
-            bit = F.shiftleft(F.shiftright(bucket, b).bitwiseAND(F.lit(1)), b * len(columns) + i)
-            z = z.bitwiseOR(bit)
+            shifted = F.shiftright(F.col(f"`{bucket}`"), b).bitwiseAND(F.lit(1))
+            z = z.bitwiseOR(F.shiftleft(shifted, b * len(buckets) + i))
     return z
+
+
+def _bits(columns: tuple[str, ...]) -> int:
+    return max(1, min(16, 62 // len(columns)))
+
+
+def _check_full(statement: OptimizeTable, cluster_by: tuple[str, ...]) -> None:
+    if statement.full and not cluster_by:
+        raise SchemaError(
+            f"OPTIMIZE {statement.target.display} FULL: FULL reclusters every file of a "
+            "clustered table, and this table is not clustered",
+            hint="Run OPTIMIZE without FULL, or cluster it first: ALTER TABLE t CLUSTER BY (c).",
+        )
 
 
 def _partition_predicate(statement: OptimizeTable, snapshot: Snapshot) -> Predicate:

@@ -251,7 +251,9 @@ def _replace_where(
     if not touched:
         return whole, None, deleted, 0
     # Copy-on-write: the touched files' other rows are written again, then they go.
-    kept = scan_files(ctx.spark, snapshot, touched).where(~matches)
+    # The copies keep their stable row ids (row tracking), as DELETE's would.
+    kept = scan_files(ctx.spark, snapshot, touched, with_row_ids=True, with_lineage=True)
+    kept = kept.where(~matches).drop(*snapshot_row_ids(snapshot))
     copied = total_records(touched) - sum(hit.values())
     return [*whole, *touched], (kept if copied > 0 else None), deleted, copied
 

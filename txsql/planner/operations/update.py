@@ -28,6 +28,7 @@ from txsql.engine.schema import quote
 from txsql.engine.write import in_one_task, write_data_files
 from txsql.errors import TxSqlError
 from txsql.log.actions import Action, AddFile
+from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
 from txsql.planner.dml.assignments import resolve_assignments
 from txsql.planner.dml.changes import StatementChanges, update_changes
@@ -37,6 +38,7 @@ from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows, mark
 from txsql.planner.dml.few_rows import row_observer
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import drop_deleted_rows, without_dvs
+from txsql.planner.dml.rewrite import lineage_columns
 from txsql.planner.dml.target import DmlTarget, commit_dml, open_target
 from txsql.planner.metrics import UpdateMetrics, elapsed_ms
 from txsql.planner.sql.statements import Update
@@ -78,7 +80,7 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
             extra = [(name, value) for name, (_, value) in zip(set_names, assignments)]
             # The scan ignores DVs (no DV expansion/anti-join jobs); rows already deleted
             # are dropped after the WHERE clause, in the same tasks.
-            matched = target.matching_rows(without_dvs(plan.scan), extra)
+            matched = target.matching_rows(without_dvs(plan.scan), extra, with_lineage=True)
             matched = drop_deleted_rows(matched, snapshot, plan.scan)
             # The write job observes the rows it writes (count and keys), so no second job
             # finds them again unless a task matched more than the driver may collect.
@@ -95,7 +97,9 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
                 written_from = matched if observer is None else observer.observe(matched)
                 # One projection picks the SET values and casts every column to its type.
                 values = {column: quote(name) for name, (column, _) in zip(set_names, assignments)}
-                new_rows = written_from.selectExpr(*typed_columns(snapshot.schema_json, values))
+                new_rows = written_from.selectExpr(
+                    *typed_columns(snapshot.schema_json, values), *_kept_ids(snapshot)
+                )
                 new_rows = in_one_task(new_rows, total_records(plan.scan))
 
                 rewrite_started = time.perf_counter()
@@ -163,6 +167,16 @@ def run_update(ctx: RunContext, statement: Update, text: str) -> Result:
     )
     parameters = {"predicate": json.dumps(target.condition_sql())}
     return commit_dml(target, text, "UPDATE", parameters, metrics, cleanup)
+
+
+def _kept_ids(snapshot: Snapshot) -> list[str]:
+    """An updated row keeps its stable row id; its commit version becomes this commit's
+    (NULL: the new file's ``defaultRowCommitVersion``, assigned at commit)."""
+    lineage = lineage_columns(snapshot)
+    if not lineage:
+        return []
+    row_id, version = (quote(name) for name in lineage)
+    return [row_id, f"CAST(NULL AS BIGINT) AS {version}"]
 
 
 def _resolve_assignments(target: DmlTarget, statement: Update) -> list[tuple[str, exp.Expr]]:

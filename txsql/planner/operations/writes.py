@@ -32,7 +32,9 @@ from txsql.planner.dml.conform import conform_to_schema
 from txsql.planner.dml.reads import query_dataframe
 from txsql.planner.metrics import WriteMetrics
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
+from txsql.planner.operations.clustering import clustered_table
 from txsql.planner.operations.columns import map_new_table
+from txsql.planner.operations.widening import widen_for_insert
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
 from txsql.storage.factory import delete_quietly
@@ -92,7 +94,13 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 ctx.spark, statement.columns, schema_json["fields"], statement.partition_columns
             )
         protocol, metadata = table_definition(statement, schema_json, str(uuid.uuid4()))
-        actions: list[Action] = [protocol, metadata]
+        domains: list[Action] = []
+        if statement.clustering:
+            protocol, domain = clustered_table(
+                protocol, metadata, statement.clustering, ref.display
+            )
+            domains.append(domain)
+        actions: list[Action] = [protocol, metadata, *domains]
         claimed = False
         if ref.name is not None:
             try:
@@ -115,6 +123,8 @@ def run_create_table(ctx: RunContext, statement: CreateTable, text: str) -> Resu
                 "partitionBy": json.dumps(list(statement.partition_columns)),
                 "properties": json.dumps(dict(statement.properties)),
             }
+            if statement.clustering:
+                parameters["clusterBy"] = json.dumps(list(statement.clustering))
             txn.stage(actions)
             metrics = None if df is None else WriteMetrics.of(adds)
             committed = txn.commit(operation, parameters, metrics.delta() if metrics else {})
@@ -153,7 +163,7 @@ def table_definition(
             requested[canonical] = checked
         else:
             configuration[canonical] = checked
-    configuration = row_tracking.with_column_names({}, configuration, (), statement.target.display)
+    configuration = row_tracking.with_column_names({}, configuration)
     # 'name' column mapping: ids and col-<uuid> physical names from the start.
     schema_json, configuration = map_new_table(schema_json, configuration)
     metadata = Metadata(
@@ -219,26 +229,31 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     statement = _with_defaults(statement, snapshot.schema_json)
     source, _ = query_dataframe(ctx, _as_query(statement), txn)
-    df = conform_to_schema(
-        source, snapshot.schema_json, statement.columns, statement.target.display, inserting=True
+    table = statement.target.display
+    # A wider source type widens its column when the table and the session allow it; the
+    # new schema commits with the rows (see widening.py).
+    snapshot, message, guard = widen_for_insert(
+        ctx.spark, txn, snapshot, source.schema.fields, statement.columns, table, text
     )
+    df = conform_to_schema(source, snapshot.schema_json, statement.columns, table, inserting=True)
     if _is_values(statement):
         # A VALUES list is a handful of rows on the driver, which Spark spreads over one task
         # per core: a tiny file each (see ONE_TASK_ROWS).
         df = df.coalesce(1)
-    adds = write_data_files(
-        ctx.spark,
-        df,
-        snapshot.table_root,
-        snapshot.metadata,
-        identity=True,
-        protocol=snapshot.protocol,
-    )
+    with guard:
+        adds = write_data_files(
+            ctx.spark,
+            df,
+            snapshot.table_root,
+            snapshot.metadata,
+            identity=True,
+            protocol=snapshot.protocol,
+        )
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     metrics = WriteMetrics.of(adds)
     committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
-    return commit_write_result(text, statement.target.display, committed, metrics, txn.read_version)
+    return commit_write_result(text, table, committed, metrics, txn.read_version, message)
 
 
 def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) -> Result:
@@ -253,16 +268,22 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     features.check_writable(
         snapshot.protocol, snapshot.metadata, existing=snapshot.metadata
     )  # before any file
-    conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
-    root, metadata = snapshot.table_root, snapshot.metadata
-    adds = write_data_files(
-        ctx.spark, conformed, root, metadata, identity=True, protocol=snapshot.protocol
+    text = f"append to {table}"
+    columns = list(df.columns)
+    snapshot, message, guard = widen_for_insert(
+        ctx.spark, txn, snapshot, df.schema.fields, columns, table, text
     )
+    conformed = conform_to_schema(df, snapshot.schema_json, columns, table, inserting=True)
+    root, metadata = snapshot.table_root, snapshot.metadata
+    with guard:
+        adds = write_data_files(
+            ctx.spark, conformed, root, metadata, identity=True, protocol=snapshot.protocol
+        )
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     metrics = WriteMetrics.of(adds)
     committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
-    return commit_write_result(f"append to {table}", table, committed, metrics, txn.read_version)
+    return commit_write_result(text, table, committed, metrics, txn.read_version, message)
 
 
 def _with_defaults(statement: InsertInto, schema_json: dict[str, Any]) -> InsertInto:

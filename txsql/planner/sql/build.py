@@ -222,6 +222,7 @@ def _create_table(create: exp.Create, replace: str = "") -> CreateTable:
     table_properties: list[tuple[str, str]] = []
     location: str | None = None
     comment: str | None = None
+    clustering: tuple[str, ...] = ()
     for prop in properties.expressions if properties else []:
         if isinstance(prop, exp.PartitionedByProperty):
             partition_columns = tuple(_partition_names(prop.this))
@@ -235,13 +236,25 @@ def _create_table(create: exp.Create, replace: str = "") -> CreateTable:
                 raise UnsupportedStatementError(
                     f"USING {fmt} is not supported", hint="txsql tables are Delta tables."
                 )
+        elif isinstance(prop, exp.ClusterProperty):
+            clustering = commands.cluster_columns(prop, "CREATE TABLE")
         elif isinstance(prop, exp.Property) and "value" in prop.args:
             table_properties.append((property_key(prop.this), property_value(prop.args["value"])))
         else:
             raise UnsupportedStatementError(
                 f"CREATE TABLE option `{prop.sql(SPARK)}` is not supported",
-                hint="Supported: PARTITIONED BY, TBLPROPERTIES, LOCATION, COMMENT.",
+                hint="Supported: PARTITIONED BY, CLUSTER BY, TBLPROPERTIES, LOCATION, COMMENT.",
             )
+    if clustering and partition_columns:
+        raise UnsupportedStatementError(
+            "a table cannot be both partitioned and clustered (PARTITIONED BY with CLUSTER BY)",
+            hint="Choose one: liquid clustering (CLUSTER BY) replaces partitioning.",
+        )
+    if clustering and replace:
+        raise UnsupportedStatementError(
+            f"{replace} TABLE ... CLUSTER BY is not supported",
+            hint="Create the table with CLUSTER BY, or ALTER TABLE t CLUSTER BY (...) after.",
+        )
     query = create.expression if isinstance(create.expression, exp.Query) else None
     return CreateTable(
         target=no_time_travel(table_ref(table_node(target)), "CREATE TABLE"),
@@ -253,6 +266,7 @@ def _create_table(create: exp.Create, replace: str = "") -> CreateTable:
         query=query,
         comment=comment,
         replace=replace,
+        clustering=clustering,
     )
 
 

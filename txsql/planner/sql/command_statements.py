@@ -75,12 +75,22 @@ class RestoreTable:
 
 @dataclass(frozen=True, slots=True)
 class OptimizeTable:
-    """OPTIMIZE (bin-packing, optionally ZORDER BY) or, with ``purge``, REORG ... PURGE."""
+    """OPTIMIZE (bin-packing, optionally ZORDER BY; clustering on a clustered table, every
+    file with ``full``) or, with ``purge``, REORG ... PURGE."""
 
     target: TableRef
     where: exp.Expr | None = None
     zorder: tuple[str, ...] = ()
     purge: bool = False
+    full: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AlterClusterBy:
+    """``ALTER TABLE t CLUSTER BY (c, ...)`` / ``CLUSTER BY NONE`` (``columns`` empty)."""
+
+    target: TableRef
+    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +120,11 @@ class AlterDropConstraint:
 
 @dataclass(frozen=True, slots=True)
 class AlterColumn:
-    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT``.
+    """``ALTER TABLE t ALTER COLUMN c SET|DROP NOT NULL`` / ``SET DEFAULT expr|DROP DEFAULT`` /
+    ``TYPE t`` (also ``CHANGE COLUMN c c t``).
 
     Exactly one change: ``nullable`` (False: SET NOT NULL), ``default`` (Spark SQL text),
-    or ``drop_default``.
+    ``drop_default`` or ``new_type`` (Spark SQL type text: type widening).
     """
 
     target: TableRef
@@ -121,10 +132,12 @@ class AlterColumn:
     nullable: bool | None = None
     default: str | None = None
     drop_default: bool = False
+    new_type: str | None = None
 
 
 CommandStatement = (
     InsertOverwrite
+    | AlterClusterBy
     | AlterAddConstraint
     | AlterDropConstraint
     | AlterColumn

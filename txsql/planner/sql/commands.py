@@ -13,6 +13,7 @@ from sqlglot import exp
 from txsql.errors import SqlError, UnsupportedStatementError
 from txsql.planner.sql.command_statements import (
     AlterAddColumns,
+    AlterClusterBy,
     AlterDropColumns,
     AlterRenameColumn,
     AlterSetProperties,
@@ -46,7 +47,10 @@ def build_command(expression: exp.Expr) -> CommandStatement | None:
         columns = tuple(_column_name(c, "ZORDER BY") for c in zorder.expressions) if zorder else ()
         where = expression.args.get("where")
         return OptimizeTable(
-            _target(expression.this, "OPTIMIZE"), where.this if where else None, columns
+            _target(expression.this, "OPTIMIZE"),
+            where.this if where else None,
+            columns,
+            full=bool(expression.args.get("full")),
         )
     if isinstance(expression, Reorg):
         where = expression.args.get("where")
@@ -160,6 +164,8 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
         return AlterRenameColumn(
             ref, _top_level_name(old, "RENAME COLUMN"), _top_level_name(new, "RENAME COLUMN")
         )
+    if isinstance(action, exp.ClusterProperty):
+        return AlterClusterBy(ref, cluster_columns(action, "ALTER TABLE"))
     if isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() in (
         "COLUMN",
         "COLUMNS",
@@ -170,6 +176,25 @@ def _alter(alter: exp.Alter) -> CommandStatement | None:
             names.extend(_top_level_name(p, "DROP COLUMN") for p in parts)
         return AlterDropColumns(ref, tuple(names), bool(action.args.get("exists")))
     return build_constraint_action(ref, action)
+
+
+def cluster_columns(prop: exp.ClusterProperty, statement: str) -> tuple[str, ...]:
+    """The top-level columns of ``CLUSTER BY (c, ...)``; ``()`` for ``CLUSTER BY NONE``.
+
+    Raises:
+        UnsupportedStatementError: ``CLUSTER BY AUTO`` (Databricks chooses the columns) or
+            a nested field.
+    """
+    keyword = prop.this.name.upper() if isinstance(prop.this, exp.Expr) else str(prop.this or "")
+    if keyword == "NONE" and statement == "ALTER TABLE":
+        return ()
+    if keyword:
+        raise UnsupportedStatementError(
+            f"{statement} ... CLUSTER BY {keyword} is not supported: txsql clusters by the "
+            "columns you name",
+            hint="Name them: CLUSTER BY (c1, c2).",
+        )
+    return tuple(_top_level_name(c, "CLUSTER BY") for c in prop.expressions)
 
 
 def _top_level_name(node: exp.Expr | None, clause: str) -> str:

@@ -49,11 +49,26 @@ def _add_constraint(ref: TableRef, action: exp.AddConstraint) -> AlterAddConstra
 
 def _alter_column(ref: TableRef, action: exp.AlterColumn) -> AlterColumn:
     column = action.this.name
-    if action.args.get("dtype") is not None or action.args.get("comment") is not None:
+    if action.args.get("comment"):
         raise UnsupportedStatementError(
-            "ALTER COLUMN ... TYPE / COMMENT is not supported",
-            hint="ALTER COLUMN supports SET/DROP NOT NULL and SET/DROP DEFAULT.",
+            "ALTER COLUMN ... COMMENT is not supported",
+            hint="ALTER COLUMN supports TYPE (widening), SET/DROP NOT NULL and SET/DROP DEFAULT.",
         )
+    renamed = action.args.get("rename_to")
+    if renamed is not None and renamed.name.lower() != column.lower():
+        raise UnsupportedStatementError(
+            f"CHANGE COLUMN {column} {renamed.name}: renaming through CHANGE COLUMN is not "
+            "supported",
+            hint=f"Use ALTER TABLE ... RENAME COLUMN {column} TO {renamed.name}.",
+        )
+    dtype = action.args.get("dtype")
+    if dtype is not None:
+        if action.args.get("using") or action.args.get("collate"):
+            raise UnsupportedStatementError(
+                f"`ALTER COLUMN {action.sql(SPARK)}`: USING and COLLATE are not supported",
+                hint="Widen the type alone: ALTER TABLE t ALTER COLUMN c TYPE BIGINT.",
+            )
+        return AlterColumn(ref, column, new_type=dtype.sql(SPARK))
     allow_null = action.args.get("allow_null")
     if allow_null is not None:
         return AlterColumn(ref, column, nullable=bool(allow_null))
@@ -64,5 +79,5 @@ def _alter_column(ref: TableRef, action: exp.AlterColumn) -> AlterColumn:
         return AlterColumn(ref, column, drop_default=True)
     raise UnsupportedStatementError(
         f"`ALTER COLUMN {action.sql(SPARK)}` is not supported",
-        hint="ALTER COLUMN supports SET/DROP NOT NULL and SET/DROP DEFAULT.",
+        hint="ALTER COLUMN supports TYPE (widening), SET/DROP NOT NULL and SET/DROP DEFAULT.",
     )

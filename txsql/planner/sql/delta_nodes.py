@@ -17,9 +17,14 @@ from sqlglot.tokens import TokenType
 
 
 class Optimize(exp.Expression):
-    """``OPTIMIZE t [WHERE pred] [ZORDER BY (c, ...)]``."""
+    """``OPTIMIZE t [FULL] [WHERE pred] [ZORDER BY (c, ...)]``."""
 
-    arg_types: ClassVar[dict[str, Any]] = {"this": True, "where": False, "zorder": False}
+    arg_types: ClassVar[dict[str, Any]] = {
+        "this": True,
+        "where": False,
+        "zorder": False,
+        "full": False,
+    }
 
 
 class Reorg(exp.Expression):
@@ -86,6 +91,7 @@ def _table(parser: Any) -> exp.Table:
 
 def _parse_optimize(parser: Any) -> Optimize:
     table = _table(parser)
+    full = parser._match_text_seq("FULL")
     where = parser._parse_where()
     zorder = None
     if parser._match_text_seq("ZORDER", "BY"):
@@ -93,7 +99,7 @@ def _parse_optimize(parser: Any) -> Optimize:
         if not zorder:
             zorder = parser._parse_csv(parser._parse_column)
         zorder = exp.Tuple(expressions=zorder)
-    return Optimize(this=table, where=where, zorder=zorder)
+    return Optimize(this=table, where=where, zorder=zorder, full=full or None)
 
 
 def _parse_reorg(parser: Any) -> Reorg:
@@ -246,7 +252,8 @@ STATEMENT_PARSERS: dict[str, Callable[[Any], exp.Expr]] = {
 
 
 def optimize_sql(gen: Any, e: Optimize) -> str:
-    text = f"OPTIMIZE {gen.sql(e, 'this')}{gen.sql(e, 'where')}"
+    full = " FULL" if e.args.get("full") else ""
+    text = f"OPTIMIZE {gen.sql(e, 'this')}{full}{gen.sql(e, 'where')}"
     if e.args.get("zorder") is not None:
         text += f" ZORDER BY ({gen.expressions(e.args['zorder'], flat=True)})"
     return text

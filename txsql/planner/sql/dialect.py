@@ -14,6 +14,7 @@ so naming it ``Databricks`` would replace the built-in dialect process-wide.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -199,6 +200,36 @@ class TxSqlSpark(Spark):
 
     class Generator(SparkGenerator):
         PARSE_JSON_NAME: str | None = "PARSE_JSON"
+
+        TRANSFORMS: ClassVar[dict[type[exp.Expr], Callable[..., str]]] = {
+            **SparkGenerator.TRANSFORMS,
+            exp.JSONExtract: lambda self, e: self.variant_path_sql(e),
+        }
+
+        def variant_path_sql(self, expression: exp.JSONExtract) -> str:
+            """``doc:a.b[0]`` stays Spark 4's VARIANT path syntax: sqlglot's Spark dialect
+            renders it as ``GET_JSON_OBJECT``, which refuses a VARIANT column."""
+            path = expression.expression
+            if not expression.args.get("variant_extract") or not isinstance(path, exp.JSONPath):
+                return str(SparkGenerator.TRANSFORMS[exp.JSONExtract](self, expression))
+            steps = []
+            for part in path.expressions:
+                if isinstance(part, exp.JSONPathKey):
+                    key = str(part.this)
+                    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) and not part.args.get(
+                        "quoted"
+                    )
+                    steps.append(f".{key}" if plain else "['" + key.replace("'", "\\'") + "']")
+                elif isinstance(part, exp.JSONPathSubscript):
+                    steps.append(f"[{part.this}]")
+                elif not isinstance(part, exp.JSONPathRoot):
+                    return str(SparkGenerator.TRANSFORMS[exp.JSONExtract](self, expression))
+            target = expression.this
+            base = self.sql(target)
+            if not isinstance(target, (exp.Column, exp.Anonymous, exp.Func, exp.Paren)):
+                base = f"({base})"
+            text = "".join(steps)
+            return f"{base}:{text[1:] if text.startswith('.') else text}"
 
 
 __all__ = ["DIALECT", "SPARK", "TxSql", "TxSqlSpark"]

@@ -12,6 +12,7 @@ from sqlglot import exp
 from txsql.planner.sql.command_statements import (
     AlterAddColumns,
     AlterAddConstraint,
+    AlterClusterBy,
     AlterColumn,
     AlterDropColumns,
     AlterDropConstraint,
@@ -62,6 +63,7 @@ class CreateTable:
     # "" (plain CREATE), "CREATE OR REPLACE" (create, or replace if it exists) or
     # "REPLACE" (the table must exist): a replace is a new version of the same table.
     replace: str = ""
+    clustering: tuple[str, ...] = ()  # CLUSTER BY (c, ...): liquid clustering columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +242,8 @@ STATEMENT_NAMES: dict[type, str] = {
     AlterDropColumns: "ALTER TABLE DROP COLUMNS",
     AlterAddConstraint: "ALTER TABLE ADD CONSTRAINT",
     AlterDropConstraint: "ALTER TABLE DROP CONSTRAINT",
-    AlterColumn: "ALTER TABLE ALTER COLUMN SET/DROP NOT NULL|DEFAULT",
+    AlterColumn: "ALTER TABLE ALTER COLUMN TYPE|SET/DROP NOT NULL|DEFAULT",
+    AlterClusterBy: "ALTER TABLE CLUSTER BY",
     DescribeHistory: "DESCRIBE HISTORY",
     DescribeDetail: "DESCRIBE DETAIL",
     RestoreTable: "RESTORE",

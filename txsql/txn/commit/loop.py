@@ -110,6 +110,7 @@ class CommitLoop:
         # Row tracking: whether this commit assigns row ids, and the highest id assigned in
         # the version it commits on top of (raised by every winner caught up with).
         self.assigns_row_ids = False
+        self.keeps_row_ids = False  # delta.enableRowTracking: copies carry their stable ids
         self.row_id_mark = -1
         # True from a put until the commit at that version is known not to be ours: an
         # error in between leaves it unknown whether our commit landed.
@@ -172,20 +173,27 @@ class CommitLoop:
         self.last_timestamp = snapshot.commit_timestamp if snapshot else 0
         self.version = 0 if read_version is None else read_version + 1
         self.assigns_row_ids = row_tracking.assigns_row_ids(protocol, metadata.configuration)
+        self.keeps_row_ids = row_tracking.enabled(metadata.configuration)
         if snapshot is not None:
             self.row_id_mark = row_tracking.high_water_mark(snapshot.domains.values())
         return None
 
-    def attempt(self) -> tuple[Action, ...]:
+    def attempt(self, *, row_ids: bool = True) -> tuple[Action, ...]:
         """Everything the next put writes at :attr:`version`: a fresh commitInfo (new
-        timestamps) and the staged actions; refused if a file it adds is gone."""
+        timestamps) and the staged actions; refused if a file it adds is gone.
+
+        ``row_ids=False`` leaves new files without row ids: PREPARE TRANSACTION stores
+        its actions so, and COMMIT PREPARED assigns them at the version it lands on.
+        """
         assert self.info is not None and self.view is not None, "prepare() first"
         now = int(time.time() * 1000)
         ict = max(now, self.last_timestamp + 1) if self._ict_enabled(self.view) else None
         self.info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
         written: tuple[Action, ...] = (self.info, *self.staged.actions())
-        if self.assigns_row_ids:
-            written, _ = assign_row_ids(written, self.version, self.row_id_mark)
+        if self.assigns_row_ids and row_ids:
+            written, _ = assign_row_ids(
+                written, self.version, self.row_id_mark, keeps_ids=self.keeps_row_ids
+            )
         require_added_files(self.log, written, self.operation)
         return written
 

@@ -20,14 +20,17 @@ from txsql.txn.rowlevel.state import num_records
 
 
 def assign_row_ids(
-    actions: Sequence[Action], version: int, mark: int
+    actions: Sequence[Action], version: int, mark: int, *, keeps_ids: bool = False
 ) -> tuple[tuple[Action, ...], int]:
     """``actions`` (commitInfo first) with ids for every new file, and the new mark.
 
     A new file (no ``baseRowId``) gets the next ``numRecords`` ids above ``mark`` and
     ``defaultRowCommitVersion = version``; a file committed again keeps both (the planner
     copies them from the file it replaces). When ids were assigned the ``delta.rowTracking``
-    domain records the new mark. The commitInfo says whether stable ids were kept.
+    domain records the new mark. The commitInfo says whether stable ids were kept: always
+    with ``keeps_ids`` (``delta.enableRowTracking``: rows copied carry them in the
+    materialized columns, see ``txsql.txn.guards.check_row_ids_kept``), else unless rows
+    were copied.
 
     Raises:
         TransactionError: a new file has no ``numRecords`` in its stats.
@@ -53,15 +56,16 @@ def assign_row_ids(
         out.append(action)
     if rewrite_mark:
         out.append(row_tracking.mark_domain(mark))
-    return tuple(_tag_preserved(a, actions) for a in out), mark
+    preserved = keeps_ids or not row_tracking.copies_rows(actions)
+    return tuple(_tag_preserved(a, preserved) for a in out), mark
 
 
-def _tag_preserved(action: Action, actions: Sequence[Action]) -> Action:
+def _tag_preserved(action: Action, preserved: bool) -> Action:
     """The commitInfo tag Delta writes: did this commit keep every row's stable id?"""
     if not isinstance(action, CommitInfo):
         return action
     extra = dict(action.extra or {})
     tags = dict(extra.get("tags") or {})
-    tags[row_tracking.PRESERVED_TAG] = "false" if row_tracking.copies_rows(actions) else "true"
+    tags[row_tracking.PRESERVED_TAG] = "true" if preserved else "false"
     extra["tags"] = tags
     return replace(action, extra=extra)

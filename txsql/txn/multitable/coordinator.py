@@ -28,6 +28,11 @@ Invariant the writers keep (see :func:`txsql.txn.multitable.publish.ratify_next`
 writer puts record ``p`` it has published every record below ``p``. So at any moment only
 the newest record can still be unpublished, and rolling forward means publishing that one
 record.
+
+Old records are compacted (:mod:`txsql.txn.multitable.compaction`): the summary
+``compacted.json`` names the lowest live position, and records are contiguous from there
+to the newest. Decisions of prepared transactions are moved to ``kept/<position>.json``,
+where :meth:`Coordinator.read` still finds them.
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ COORDINATOR_PROPERTY = "txsql.multiTableTransactions.coordinator"
 # probing for the newest record (see Coordinator.latest_position).
 HINT_NAME = "latest_position.hint"
 HINT_INTERVAL = 32
+SUMMARY_NAME = "compacted.json"
+# The shortest retention compaction uses (one hour, far above clock skew between hosts):
+# a position this process saw as the newest less than this ago cannot have been deleted,
+# so probing from it needs no check that it still exists (see latest_position).
+TRUSTED_MS = 3_600_000
+KEPT_DIR = "kept"
 _LINEAR_PROBES = 4
 
 
@@ -138,6 +149,59 @@ class GroupRecord:
             raise CorruptLogError(f"coordinator record {where} cannot be read ({exc})") from exc
 
 
+@dataclass(frozen=True)
+class CompactionSummary:
+    """What compaction removed: every position below ``lowest_live`` (but those in
+    ``kept_decisions``, moved to ``kept/``); ``[deleting_from, lowest_live)`` may still
+    hold records a killed compaction did not delete yet."""
+
+    lowest_live: int = 0
+    deleting_from: int = 0
+    compacted: int = 0  # how many groups were compacted, ever
+    newest_compacted_ms: int = 0  # the newest compacted group's timestamp
+    kept_decisions: tuple[int, ...] = ()
+
+    def encode(self) -> bytes:
+        body = {
+            "lowestLive": self.lowest_live,
+            "deletingFrom": self.deleting_from,
+            "compacted": self.compacted,
+            "newestCompactedMs": self.newest_compacted_ms,
+            "keptDecisions": list(self.kept_decisions),
+        }
+        return json.dumps(body, sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> CompactionSummary:
+        try:
+            body = json.loads(data)
+            return cls(
+                int(body["lowestLive"]),
+                int(body["deletingFrom"]),
+                int(body["compacted"]),
+                int(body["newestCompactedMs"]),
+                tuple(int(p) for p in body.get("keptDecisions", ())),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptLogError(
+                f"coordinator summary {where} cannot be read ({exc})",
+                hint="Restore it from a backup, or rewrite it with lowestLive set to the "
+                "lowest record position still present in the coordinator directory.",
+            ) from exc
+
+
+def read_summary(coordinator: Coordinator) -> CompactionSummary:
+    """The coordinator's compaction summary (an empty one before any compaction)."""
+    path = f"{coordinator.root}/{SUMMARY_NAME}"
+    try:
+        data = coordinator.fs.read(path)
+    except FileNotFoundError:
+        return CompactionSummary()
+    summary = CompactionSummary.decode(data, path)
+    coordinator.note_lowest_live(summary.lowest_live)
+    return summary
+
+
 def coordinator_root(table_root: str, configuration: Mapping[str, str]) -> str:
     """The coordinator an enrolled table commits through.
 
@@ -168,6 +232,10 @@ class Coordinator:
         self._lock = threading.Lock()
         # Records at or below this position are known published (None: nothing known yet).
         self._published_through: int | None = None
+        # The lowest live position this process has seen in the compaction summary.
+        self._lowest_live = 0
+        # When _published_through was last seen to be the newest record (ms).
+        self._known_at_ms = 0
 
     def record_path(self, position: int) -> str:
         return f"{self.root}/{position:020d}.json"
@@ -182,7 +250,32 @@ class Coordinator:
         """
         with self._lock:
             known = self._published_through
-        return self._newest_from(self._hinted() if known is None else known)
+        if known is None:
+            # A hint may name a compacted record: start no lower than the summary says.
+            lowest = read_summary(self).lowest_live
+            return self._newest_from(max(self._hinted(), lowest - 1))
+        newest = self._newest_from(max(known, self.lowest_live() - 1))
+        if newest > known or newest < 0:
+            return newest
+        # Nothing after ``known``: it is the newest, unless compaction deleted it. It
+        # deletes a record only once the record after it is older than the retention
+        # (at least TRUSTED_MS), and that record was written after we saw ``known`` as
+        # the newest: within TRUSTED_MS of that, one probe was enough.
+        with self._lock:
+            seen_newest_at = self._known_at_ms
+        if now_ms() - seen_newest_at < TRUSTED_MS or self.fs.exists(self.record_path(newest)):
+            return newest
+        # What we knew was compacted away by another process since: it is no start for
+        # probing (records are deleted in ascending order, so an existing one is).
+        return self._newest_from(max(known, read_summary(self).lowest_live - 1))
+
+    def lowest_live(self) -> int:
+        with self._lock:
+            return self._lowest_live
+
+    def note_lowest_live(self, position: int) -> None:
+        with self._lock:
+            self._lowest_live = max(self._lowest_live, position)
 
     def _newest_from(self, start: int) -> int:
         """The newest position, given that ``start`` exists (or is -1): the next few names
@@ -220,17 +313,27 @@ class Coordinator:
             return -1
 
     def _write_hint(self, position: int) -> None:
-        """Best effort: a hint only ever names a record that exists (records are never
-        deleted), so a lost or stale hint costs probes, never correctness; the write
-        replaces the file whole (temp file and rename locally, one PUT on object stores)."""
+        """Best effort: a hint only ever names a record that existed (compaction may
+        delete it since; the summary then says where probing starts), so a lost or stale
+        hint costs probes, never correctness; the write replaces the file whole (temp
+        file and rename locally, one PUT on object stores)."""
         try:
             self.fs.write(self.hint_path(), json.dumps({"position": position}).encode())
         except Exception:
             logger.debug("could not write coordinator hint %s", self.hint_path(), exc_info=True)
 
+    def kept_path(self, position: int) -> str:
+        return f"{self.root}/{KEPT_DIR}/{position:020d}.json"
+
     def read(self, position: int) -> GroupRecord:
+        """The record at ``position``; FileNotFoundError when compaction removed it (a
+        decision of a prepared transaction is still found, in ``kept/``)."""
         path = self.record_path(position)
-        return GroupRecord.decode(self.fs.read(path), path)
+        try:
+            return GroupRecord.decode(self.fs.read(path), path)
+        except FileNotFoundError:
+            kept = self.kept_path(position)
+            return GroupRecord.decode(self.fs.read(kept), kept)
 
     def ratify(self, record: GroupRecord) -> bool:
         """Put ``record`` at its position if free: True when this call wrote it."""
@@ -252,9 +355,12 @@ class Coordinator:
             self._published_through = None
 
     def mark_published(self, position: int) -> None:
+        """``position`` is published, and was the newest record just now."""
         with self._lock:
             if self._published_through is None or position > self._published_through:
                 self._published_through = position
+            if position == self._published_through:
+                self._known_at_ms = now_ms()
 
 
 _COORDINATORS: dict[str, Coordinator] = {}

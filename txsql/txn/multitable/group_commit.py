@@ -40,6 +40,7 @@ from txsql.storage.paths import commit_name
 from txsql.txn.commit.after_commit import after_commit
 from txsql.txn.commit.loop import CommitLoop
 from txsql.txn.commit.read_validation import ReadCheck
+from txsql.txn.multitable.compaction import maybe_compact, retention_ms
 from txsql.txn.multitable.coordinator import (
     Coordinator,
     GroupRecord,
@@ -135,6 +136,8 @@ class GroupCommitter:
             publish_record(record, held)
             coordinator.mark_published(record.position)
             published = True
+            retention = retention_ms(m.configuration for m in members)
+            maybe_compact(coordinator, record.position, now_ms(), retention)
         except Exception:  # ratified is committed: the next txsql access publishes the rest
             logger.warning(
                 "publishing group %s failed; rolled forward later", group_id, exc_info=True

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from txsql.errors import TransactionError
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.txn.multitable.coordinator import Coordinator, GroupRecord, coordinator_for
@@ -41,7 +42,15 @@ class ReadPoint:
         root = log.table_root.rstrip("/")
         newest = self.coordinator.latest_position()
         for position in range(self.position + len(self._after), newest + 1):
-            self._after.append(self.coordinator.read(position))
+            try:
+                self._after.append(self.coordinator.read(position))
+            except FileNotFoundError:
+                raise TransactionError(
+                    f"coordinator record {position} of this transaction's read point was "
+                    "compacted: the transaction stayed open longer than the retention",
+                    hint="Run the transaction again, or raise "
+                    "txsql.multiTableTransactions.coordinatorRetention on its tables.",
+                ) from None
         hidden = [
             p.version
             for record in self._after

@@ -51,6 +51,7 @@ ACTION = f"__txsql_action_{_TAG}"
 MATCHED_FLAG = f"__txsql_matched_{_TAG}"
 SOURCE_PRESENT = f"__txsql_source_{_TAG}"
 SOURCE_ID = f"__txsql_source_id_{_TAG}"
+KEPT_ROW_ID = f"__txsql_row_id_{_TAG}"  # the stable id an updated target row keeps
 SPLIT_ROWS_ENV = "TXSQL_MERGE_SPLIT_MAX_SOURCE_ROWS"
 """Sources with at most this many rows get the split join (see :func:`splits_join`)."""
 _DEFAULT_SPLIT_ROWS = 2_000_000
@@ -235,9 +236,12 @@ def _classified(
     round trip each (~100 per classified half of a 4-column table)."""
     if matched is None:
         ids = [f"CAST(NULL AS STRING) AS {FILE}", f"CAST(NULL AS BIGINT) AS {ROW}"]
+        ids += [f"CAST(NULL AS BIGINT) AS {KEPT_ROW_ID}"] if plan.lineage else []
         matched = "false"
     else:
         ids = [FILE, ROW]
+        kept = (plan.kept_row_id or quote(plan.lineage[0])) if plan.lineage else ""
+        ids += [f"{kept} AS {KEPT_ROW_ID}"] if plan.lineage else []
     # A separate projection evaluates each condition once per row; the value columns below
     # only look the action up (Spark will not inline a non-deterministic CASE into them).
     joined = joined.selectExpr("*", f"{action} AS {ACTION}")
@@ -268,14 +272,23 @@ def _group_case(plan: MergePlan, match: str) -> str:
 
 
 def new_rows(plan: MergePlan, rows: DataFrame) -> DataFrame:
-    """The rows to write: updated rows' new versions and inserted rows."""
+    """The rows to write: updated rows' new versions and inserted rows; on a table keeping
+    stable row ids, then the materialized columns: an updated row keeps its id (an
+    inserted one has none yet), and both take this commit's version (NULL: the new file's
+    ``defaultRowCommitVersion``)."""
     producing = ", ".join(str(i) for i in plan.indexes(actions=("update", "insert")))
     kept = rows.where(f"{ACTION} IN ({producing})") if producing else rows.where("false")
-    return kept.selectExpr(*[quote(c) for c in plan.target_columns])
+    lineage = []
+    if plan.lineage:
+        row_id, version = (quote(name) for name in plan.lineage)
+        lineage = [f"{KEPT_ROW_ID} AS {row_id}", f"CAST(NULL AS BIGINT) AS {version}"]
+    return kept.selectExpr(*[quote(c) for c in plan.target_columns], *lineage)
 
 
 def _check_helper_names(columns: list[str]) -> None:
-    helpers = {n.lower() for n in (FILE, ROW, ACTION, MATCHED_FLAG, SOURCE_PRESENT, SOURCE_ID)}
+    helpers = {
+        n.lower() for n in (FILE, ROW, ACTION, MATCHED_FLAG, SOURCE_PRESENT, SOURCE_ID, KEPT_ROW_ID)
+    }
     clash = sorted({c for c in columns if c.lower() in helpers} - {SOURCE_PRESENT, SOURCE_ID})
     if clash:
         raise SchemaError(

@@ -65,6 +65,13 @@ class MergePlan:
     target_filter: exp.Expr | None
     source_columns: tuple[str, ...] = ()
     on_deterministic: bool = True
+    # The target's materialized (row id, row commit version) columns when it keeps stable
+    # row ids: an updated row keeps its id (see execute.new_rows).
+    lineage: tuple[str, ...] = ()
+    # SQL for a matched target row's stable id on the joined rows (FILE, ROW and the stored
+    # id column), resolved there rather than for every target row scanned; empty: the
+    # scan resolves the ids itself (too many files for the literal, see stable_row_id_sql).
+    kept_row_id: str = ""
 
     def indexes(self, match: str | None = None, actions: Sequence[str] = ()) -> list[int]:
         """Clause indexes filtered by match kind and action."""

@@ -39,10 +39,11 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.engine.changes import cdf_enabled
+from txsql.engine.file_constants import stable_row_id_sql
 from txsql.engine.spark_types import spark_schema
 from txsql.engine.write import write_data_files
 from txsql.errors import SqlError
@@ -51,12 +52,12 @@ from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.changes import StatementChanges
 from txsql.planner.dml.column_defs import merge_with_defaults
-from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.conform import ansi_off, conform_to_schema, fit_checked
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
 from txsql.planner.dml.reads import query_dataframe
-from txsql.planner.dml.rewrite import commit_result, scan_files
+from txsql.planner.dml.rewrite import commit_result, lineage_columns, scan_files
 from txsql.planner.metrics import MergeMetrics, elapsed_ms
 from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.changes import merge_changes
@@ -66,7 +67,7 @@ from txsql.planner.operations.merge.check import (
     record_merge_read,
     target_predicate,
 )
-from txsql.planner.operations.merge.evolve import evolved_metadata
+from txsql.planner.operations.merge.evolve import evolution_enabled, evolved_metadata
 from txsql.planner.operations.merge.live import drop_deleted_joined
 from txsql.planner.operations.merge.plan import (
     MATCHED,
@@ -84,6 +85,12 @@ from txsql.planner.operations.merge.summary import (
     check_consistent,
     observe_counts,
     summarize,
+)
+from txsql.planner.operations.widening import (
+    candidates,
+    explained_overflow,
+    merge_sources,
+    widen_columns,
 )
 from txsql.planner.sql.predicates import prune_files
 from txsql.planner.sql.statements import Merge
@@ -123,12 +130,27 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
         txn.stage([upgraded, evolved] if note else [evolved])
         snapshot = txn.current_snapshot()
         assert snapshot is not None
+    # A wider source type widens its column when the table and the statement allow it.
+    before, evolution = snapshot, evolution_enabled(ctx.spark, statement)
+    wider = candidates(snapshot, merge_sources(statement, snapshot, source.schema.fields))
+    if evolution:
+        snapshot, widened = widen_columns(txn, snapshot, wider, target.display)
+        note = "; ".join(n for n in (note, widened) if n)
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
     files = list(snapshot.files)
     if plan.join not in ("left", "full"):  # unmatched target rows are never needed
         files, _ = prune_files(snapshot, target_predicate(plan, snapshot))
-    with counting_jobs() as jobs:
+    lineage = tuple(lineage_columns(snapshot))
+    if lineage:  # an updated row keeps its stable id
+        kept = stable_row_id_sql(files, lineage[0], mx.FILE, mx.ROW) or ""
+        plan = replace(plan, lineage=lineage, kept_row_id=kept)
+    if ansi_off(ctx.spark):  # assigned values must fit, ANSI mode or not
+        plan = _fit_checked(plan, snapshot)
+    with (
+        counting_jobs() as jobs,
+        explained_overflow(before, wider, target.display, evolution, text),
+    ):
         done = _execute(ctx, plan, snapshot, files, source, target.display)
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
     # ids (anti-join): its removed files are judged by the join check instead.
@@ -243,8 +265,9 @@ def _target_scan(
 ) -> tuple[DataFrame, Callable[[DataFrame], DataFrame] | None]:
     """The target scan with row ids, and how deleted rows leave the join (None: the scan
     applies the DVs itself)."""
+    lineage = {"with_lineage": bool(plan.lineage), "stored_lineage": bool(plan.kept_row_id)}
     if not mx.late_dv_filter(plan, split):
-        return scan_files(ctx.spark, snapshot, files, with_row_ids=True), None
+        return scan_files(ctx.spark, snapshot, files, with_row_ids=True, **lineage), None
     # No DV expansion and anti-join over the whole target: the joined rows of deleted
     # target rows are dropped after the join, in the same tasks.
     root = snapshot.table_root
@@ -252,7 +275,8 @@ def _target_scan(
     def drop_deleted(df: DataFrame) -> DataFrame:
         return drop_deleted_joined(ctx.spark, df, root, files, mx.FILE, mx.ROW, literals=small)
 
-    return scan_files(ctx.spark, snapshot, without_dvs(files), with_row_ids=True), drop_deleted
+    live = scan_files(ctx.spark, snapshot, without_dvs(files), with_row_ids=True, **lineage)
+    return live, drop_deleted
 
 
 def _persisted_join(
@@ -288,6 +312,18 @@ def _persisted_join(
     return summarize(plan, rows, joined, files, observed), rows
 
 
+def _fit_checked(plan: MergePlan, snapshot: Snapshot) -> MergePlan:
+    """Every clause's assigned values checked to fit their columns (see fit_checked)."""
+    fields = {f.name: f for f in spark_schema(snapshot.schema_json).fields}
+    clauses = tuple(
+        c
+        if c.outputs is None
+        else replace(c, outputs={k: fit_checked(v, fields[k]) for k, v in c.outputs.items()})
+        for c in plan.clauses
+    )
+    return replace(plan, clauses=clauses)
+
+
 def _column_types(snapshot: Snapshot) -> dict[str, str]:
     schema = spark_schema(snapshot.schema_json)
     return {f.name: f.dataType.simpleString() for f in schema.fields}
@@ -300,7 +336,7 @@ def _write_new_rows(
     if not plan.indexes(actions=("update", "insert")):
         return []
     fitted = conform_to_schema(
-        mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table
+        mx.new_rows(plan, rows), snapshot.schema_json, plan.target_columns, table, keep=plan.lineage
     )
     return count_job(
         lambda: write_data_files(

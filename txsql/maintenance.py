@@ -16,8 +16,9 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
+from txsql.errors import MaintenanceStoppedError
 from txsql.planner.operations.maintenance import STEPS, Step
 from txsql.planner.sql.refs import TableRef
 
@@ -49,6 +50,9 @@ class Maintenance:
         self._last_end = time.monotonic()
         self._stopping = False
         self._working = threading.Event()
+        # Held by a maintenance commit (the check that no statement started, then the put):
+        # a starting statement takes it once, so it never overlaps a maintenance commit.
+        self._commit_lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
@@ -80,12 +84,26 @@ class Maintenance:
         self._thread = None
         atexit.unregister(self.stop)
 
+    @contextlib.contextmanager
+    def commit_gate(self) -> Iterator[None]:
+        """Around a maintenance commit: refused once a statement started."""
+        with self._commit_lock:
+            if self.stop_requested:
+                raise MaintenanceStoppedError(
+                    "idle maintenance stopped before its commit: a statement started",
+                    hint="Nothing to do: maintenance runs again when the session is idle.",
+                )
+            yield
+
     def busy(self) -> None:
-        """A statement starts: stop maintenance now and wait at most ``BUSY_WAIT``."""
+        """A statement starts: stop maintenance now and wait at most ``BUSY_WAIT`` (plus a
+        maintenance commit already under way: one put, so the statement reads after it)."""
         with self._lock:
             self._busy += 1
         if self._working.is_set():
             self._interrupt()
+            with self._commit_lock:
+                pass
             deadline = time.monotonic() + BUSY_WAIT
             while self._working.is_set() and time.monotonic() < deadline:
                 time.sleep(0.005)

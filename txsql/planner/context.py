@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from txsql.errors import (
-    MaintenanceStoppedError,
     SchemaError,
     TableNotEnrolledError,
     TransactionError,
@@ -120,10 +120,11 @@ class RunContext:
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
     app: AppWrite | None = None  # exactly-once (app id, version) of the current call
-    # Idle maintenance's context only: asked right before the commit's put, so a stop
-    # request that arrives after the data was written abandons the step (its files are
-    # deleted by end_statement); its commits carry txsqlMaintenance in operationParameters.
-    abandon: Callable[[], bool] | None = None
+    # Idle maintenance's context only: entered around the commit, it refuses (raising
+    # MaintenanceStoppedError) once a statement started, and a starting statement waits
+    # for a commit already inside it, so the two never overlap. An abandoned step's files
+    # are deleted by end_statement; its commits carry txsqlMaintenance.
+    commit_gate: Callable[[], AbstractContextManager[None]] | None = None
     # One frame per running statement (a hook may run a statement inside another).
     _frames: list[StatementFrame] = field(default_factory=list, repr=False)
 
@@ -237,13 +238,10 @@ class RunContext:
             if explicit:
                 txn.rollback()  # its actions are staged already: the transaction is void
             raise
-        if self.abandon is not None:
-            if self.abandon():
-                raise MaintenanceStoppedError(
-                    "idle maintenance stopped before its commit: a statement started",
-                    hint="Nothing to do: maintenance runs again when the session is idle.",
-                )
+        if self.commit_gate is not None:
             parameters = {**(parameters or {}), "txsqlMaintenance": "true"}
+            with self.commit_gate():
+                return txn.commit(operation, parameters, metrics, reads=self._statement_reads(txn))
         if explicit:
             assert self.explicit is not None
             self.hooks.record_changes(self, txn, self.explicit.statement_start)

@@ -61,6 +61,11 @@ class Maintenance:
         return self._busy > 0 or self._stopping
 
     @property
+    def working(self) -> bool:
+        """A step is under way (the worker found the session idle and started)."""
+        return self._working.is_set()
+
+    @property
     def running(self) -> bool:
         return self._thread is not None
 

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
+from txsql.engine.spark import spark_log_path
 from txsql.errors import MaintenanceStoppedError
 from txsql.planner.operations.maintenance import STEPS, Step
 from txsql.planner.sql.refs import TableRef
@@ -72,6 +73,7 @@ class Maintenance:
     def start(self) -> None:
         if self._thread is not None:
             return
+        _log_to_session_file()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name=TAG, daemon=True)
         self._thread.start()
@@ -156,3 +158,20 @@ class Maintenance:
                     LOG.info("maintenance %s on %s: %s", step.name, ref, result)
                 except Exception as e:
                     LOG.info("maintenance %s on %s abandoned: %s", step.name, ref, e)
+
+
+def _log_to_session_file() -> None:
+    """Maintenance reports go to the session's log file (Spark's, opened for appending by
+    both), never to the cell: without a handler Python would print warnings on stderr."""
+    if any(isinstance(h, logging.FileHandler) for h in LOG.handlers):
+        return
+    handler = logging.FileHandler(log_path(), encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s txsql maintenance: %(message)s"))
+    LOG.addHandler(handler)
+    LOG.setLevel(logging.INFO)
+    LOG.propagate = False
+
+
+def log_path() -> str:
+    """The file maintenance logs to: the session's log (``$TXSQL_SPARK_LOG`` if set)."""
+    return spark_log_path()

@@ -35,4 +35,16 @@ def test_delete_idle_select(ip: Any) -> None:
     selected = ip.run_line_magic("txsql", "SELECT * FROM n ORDER BY id")
     assert "maintenance" not in repr(selected).lower()
     history = repr(ip.run_line_magic("txsql", "history n"))
-    assert "REORG" in history or "OPTIMIZE" in history
+    assert "REORG (idle maintenance)" in history or "OPTIMIZE (idle maintenance)" in history
+    # The SELECT read files without deletion vectors: a plain Parquet scan.
+    assert not [f for f in session.table("n").snapshot().files if f.deletion_vector]
+
+
+def test_idle_time_is_settable(ip: Any) -> None:
+    cell(ip, "CREATE TABLE o (id INT)")
+    shown = repr(ip.run_line_magic("txsql", "maintenance idle 7.5"))
+    assert "after 7.5 s idle" in shown and "log: " in shown
+    session = next(iter(magics_of(ip)._sessions.values()))
+    assert session.maintenance.idle_seconds == 7.5
+    with pytest.raises(MagicUsageError):
+        ip.run_line_magic("txsql", "maintenance idle soon")

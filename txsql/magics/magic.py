@@ -40,6 +40,7 @@ from txsql.magics.sessions import NamedSessions
 from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
 from txsql.magics.warmup import cancel_warmup, wants_warmup, warm_statements
+from txsql.maintenance import log_path as maintenance_log_path
 from txsql.planner.sql.script import split_statements
 from txsql.version import __version__
 
@@ -53,7 +54,7 @@ STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-se
 Parameters: `WHERE id = :id` binds the notebook variable `id` as a typed literal.
 DataFrames: `FROM df` reads the pandas or Spark DataFrame in variable `df`.
 Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | lineage t [WHERE pred]
-| sessions | tables
+  | sessions | tables | maintenance on|off|status|idle <seconds>
   diff pairs a removed and an added row with the same key (default: the first column)
   into one updated row shown as old → new.
 Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress"""
@@ -318,18 +319,28 @@ class TxSqlMagics(Magics, TxSql):
         return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
 
     def _maintenance(self, session: Any, args: list[str]) -> TextView:
-        """``%txsql maintenance on|off|status``."""
+        """``%txsql maintenance on|off|status|idle <seconds>``."""
+        usage = "%txsql maintenance on|off|status|idle <seconds>"
         word = args[0].lower() if args else "status"
         if word == "on":
             session.maintenance.start()
         elif word == "off":
             session.maintenance.stop()
+        elif word == "idle":
+            try:
+                seconds = float(args[1])
+            except (IndexError, ValueError):
+                seconds = -1.0
+            if not 0 < seconds < 86_400:
+                raise MagicUsageError("idle takes a number of seconds", hint=usage)
+            session.maintenance.idle_seconds = seconds
         elif word != "status":
-            raise MagicUsageError(
-                f"unknown maintenance command {word!r}", hint="%txsql maintenance on|off|status"
-            )
+            raise MagicUsageError(f"unknown maintenance command {word!r}", hint=usage)
         state = "on" if session.maintenance.running else "off"
-        return TextView(f"idle maintenance: {state} (idle {session.maintenance.idle_seconds:g} s)")
+        return TextView(
+            f"idle maintenance: {state} (after {session.maintenance.idle_seconds:g} s idle; "
+            f"log: {maintenance_log_path()})"
+        )
 
     def _status(self) -> TextView:
         lines = [f"txsql {__version__}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ def test_on_by_default_and_switchable(ip: Any) -> None:
     cell(ip, "CREATE TABLE m (id INT)")
     assert "idle maintenance: on" in repr(ip.run_line_magic("txsql", "maintenance status"))
     assert "idle maintenance: off" in repr(ip.run_line_magic("txsql", "maintenance off"))
+    assert magics_of(ip).maintenance is False  # sessions the magic starts later start off
     assert "idle maintenance: on" in repr(ip.run_line_magic("txsql", "maintenance on"))
     with pytest.raises(MagicUsageError):
         ip.run_line_magic("txsql", "maintenance sometimes")
@@ -31,7 +33,14 @@ def test_delete_idle_select(ip: Any) -> None:
     cell(ip, "DELETE FROM n WHERE id = 2")
     session = next(iter(magics_of(ip)._sessions.values()))
     session.maintenance.idle_seconds = 0.2
-    time.sleep(15)
+    # The user reads and thinks (no statement) until maintenance has committed: watched
+    # through the log's files, as a statement would stop it.
+    log_dir = Path(session.table("n").location) / "_delta_log"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not any(
+        "txsqlMaintenance" in f.read_text() for f in log_dir.glob("*.json")
+    ):
+        time.sleep(0.2)
     selected = ip.run_line_magic("txsql", "SELECT * FROM n ORDER BY id")
     assert "maintenance" not in repr(selected).lower()
     history = repr(ip.run_line_magic("txsql", "history n"))

@@ -57,7 +57,8 @@ Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | lineage t [WH
   | sessions | tables | maintenance on|off|status|idle <seconds>
   diff pairs a removed and an added row with the same key (default: the first column)
   into one updated row shown as old → new.
-Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress"""
+Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress
+  / maintenance"""
 
 
 class TxSql(Configurable):
@@ -90,6 +91,11 @@ class TxSql(Configurable):
         help="Lost commit races retried (None: session default).",
     )
     progress = Bool(True, config=True, help="Show a live progress line for slow statements.")
+    maintenance = Bool(
+        True,
+        config=True,
+        help="Idle maintenance for the sessions the magic starts (%txsql maintenance on|off).",
+    )
     progress_delay = Float(1.0, config=True, help="Seconds before the progress line appears.")
     short_errors = Bool(True, config=True, help="Show txsql errors without a Python traceback.")
 
@@ -247,7 +253,9 @@ class TxSqlMagics(Magics, TxSql):
             if retries is not None:
                 kwargs["max_commit_attempts"] = retries + 1
             # Notebooks are idle most of the time: maintenance is on by default here.
-            session = Session(spark=spark, warehouse=warehouse, maintenance=True, **kwargs)
+            session = Session(
+                spark=spark, warehouse=warehouse, maintenance=self.maintenance, **kwargs
+            )
             self._sessions[key] = session
         return session
 
@@ -322,10 +330,10 @@ class TxSqlMagics(Magics, TxSql):
         """``%txsql maintenance on|off|status|idle <seconds>``."""
         usage = "%txsql maintenance on|off|status|idle <seconds>"
         word = args[0].lower() if args else "status"
-        if word == "on":
-            session.maintenance.start()
-        elif word == "off":
-            session.maintenance.stop()
+        if word in ("on", "off"):  # every session of this magic, and the ones to come
+            self.maintenance = word == "on"
+            for each in self._sessions.values():
+                (each.maintenance.start if self.maintenance else each.maintenance.stop)()
         elif word == "idle":
             try:
                 seconds = float(args[1])

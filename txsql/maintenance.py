@@ -126,25 +126,29 @@ class Maintenance:
         with contextlib.suppress(Exception):
             self._spark.interruptTag(TAG)  # type: ignore[attr-defined]
 
-    def _wait_idle(self) -> bool:
+    def _wait_idle(self, last_work: float | None) -> bool:
+        """Wait until the session has been idle ``idle_seconds`` since a statement ended
+        that maintenance has not yet followed up (``last_work``); False when stopping.
+        ``_working`` is set only from here to the end of the pass, so a statement that
+        starts while maintenance merely waits pays nothing."""
         with self._lock:
             while not self._stopping:
+                fresh = self._last_end != last_work
                 wait = self._last_end + self.idle_seconds - time.monotonic()
-                if self._busy == 0 and wait <= 0:
+                if self._busy == 0 and fresh and wait <= 0:
                     self._working.set()
                     return True
-                self._idle.wait(max(wait, 0.05) if self._busy == 0 else None)
+                waiting = self._busy == 0 and fresh
+                self._idle.wait(max(wait, 0.05) if waiting else None)
             return False
 
     def _loop(self) -> None:
-        last_work = -1.0
-        while self._wait_idle():
+        last_work: float | None = None
+        while self._wait_idle(last_work):
             try:
-                if self._last_end != last_work and self._may_run():
-                    last_work = self._last_end
+                last_work = self._last_end  # a statement's end brings the next pass
+                if self._may_run():
                     self._maintain_all()
-                else:
-                    time.sleep(self.idle_seconds)
             finally:
                 self._working.clear()
 

@@ -97,8 +97,7 @@ class Maintenance:
         with self._commit_lock:
             if self.stop_requested:
                 raise MaintenanceStoppedError(
-                    "idle maintenance stopped before its commit: a statement started",
-                    hint="Nothing to do: maintenance runs again when the session is idle.",
+                    "idle maintenance stopped before its commit: a statement started"
                 )
             yield
 

@@ -238,3 +238,5 @@ class AddedFileMissingError(TransactionError):
 class MaintenanceStoppedError(TransactionError):
     """Idle maintenance gave up a step because a user statement started (never raised
     to a user: the maintenance worker catches it and commits nothing)."""
+
+    default_hint = "Nothing to do: maintenance runs again when the session is idle."

@@ -37,12 +37,14 @@ class Maintenance:
         spark: object,
         run_step: Callable[[Step, TableRef], object],
         tables: Callable[[], Iterable[TableRef]],
+        skip: Callable[[TableRef], str | None],
         may_run: Callable[[], bool],
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
     ) -> None:
         self._spark = spark
         self._run_step = run_step
         self._tables = tables
+        self._skip = skip
         self._may_run = may_run
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
@@ -153,6 +155,13 @@ class Maintenance:
 
     def _maintain_all(self) -> None:
         for ref in list(self._tables()):
+            try:  # once per table and pass (it may read the coordinator's records)
+                reason = self._skip(ref)
+            except Exception as e:
+                reason = str(e)
+            if reason is not None:
+                LOG.info("maintenance of %s skipped: %s", ref, reason)
+                continue
             for step in STEPS:
                 if self._busy or self._stopping:
                     return

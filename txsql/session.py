@@ -20,7 +20,7 @@ from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.dml.hooks import DML_HOOKS
 from txsql.planner.idempotent import AppWrite, run_idempotent
-from txsql.planner.operations.maintenance import Step, in_prepared_transaction, opted_out
+from txsql.planner.operations.maintenance import Step, skip_reason
 from txsql.planner.prepared import prepare_transaction, run_commit_prepared, run_rollback_prepared
 from txsql.planner.sql.build import build_statement
 from txsql.planner.sql.params import bind_parameters, used_parameters
@@ -89,6 +89,7 @@ class Session:
             self.spark,
             self._maintenance_step,
             lambda: list(self._written),
+            lambda ref: skip_reason(RunContext(self.spark, self.catalog, DML_HOOKS), ref),
             lambda: self._context.explicit is None,
             maintenance_idle_seconds,
         )
@@ -104,10 +105,6 @@ class Session:
         # its Spark jobs tagged so busy() can interrupt them.
         ctx = RunContext(self.spark, self.catalog, DML_HOOKS, 2)
         ctx.commit_gate = self.maintenance.commit_gate
-        if opted_out(ctx, ref):
-            return "opted out"
-        if in_prepared_transaction(ctx, ref):
-            return "skipped: a prepared transaction wrote it"
         self.spark.addTag(MAINTENANCE_TAG)
         ctx.begin_statement()
         try:

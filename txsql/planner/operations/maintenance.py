@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from txsql.log import properties
 from txsql.log.segment import read_last_checkpoint
 from txsql.planner.context import RunContext
-from txsql.planner.operations.optimize import deleted_fraction, run_optimize
+from txsql.planner.operations.optimize import run_optimize
 from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.refs import TableRef
 from txsql.txn.multitable.compaction import compact_coordinator, retention_ms
@@ -41,10 +41,15 @@ class Step:
     run: Callable[[RunContext, TableRef], object]
 
 
-def opted_out(ctx: RunContext, ref: TableRef) -> bool:
-    """Whether the table says ``'txsql.maintenance' = 'false'``."""
+def skip_reason(ctx: RunContext, ref: TableRef) -> str | None:
+    """Why maintenance leaves the table alone this time, or None: the table opted out
+    (``'txsql.maintenance' = 'false'``) or an undecided PREPARE wrote it."""
     config = ctx.catalog.snapshot(ref).metadata.configuration
-    return config.get(OPT_OUT_PROPERTY, "true").strip().lower() == "false"
+    if config.get(OPT_OUT_PROPERTY, "true").strip().lower() == "false":
+        return "opted out"
+    if in_prepared_transaction(ctx, ref):
+        return "a prepared transaction wrote it"
+    return None
 
 
 def purge_threshold(configuration: Mapping[str, str]) -> float:
@@ -77,11 +82,7 @@ def in_prepared_transaction(ctx: RunContext, ref: TableRef) -> bool:
 
 
 def purge_deletion_vectors(ctx: RunContext, ref: TableRef) -> object:
-    snapshot = ctx.catalog.snapshot(ref)
-    threshold = purge_threshold(snapshot.configuration)
-    due = [f for f in snapshot.files if f.deletion_vector and deleted_fraction(f) >= threshold]
-    if not due:
-        return f"no file {threshold:.0%} or more deleted"
+    threshold = purge_threshold(ctx.catalog.snapshot(ref).configuration)
     statement = OptimizeTable(ref, purge=True, purge_threshold=threshold)
     return run_optimize(ctx, statement, "REORG (idle maintenance)")
 

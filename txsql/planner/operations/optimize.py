@@ -98,11 +98,10 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
             # A file a clustering laid out (Delta's 'liquid') is never compacted or
             # re-sorted without its clustering (PROTOCOL.md "Clustered Table").
             considered = [f for f in considered if f.clustering_provider is None]
-        zorder_bins = bool(zorder)
         if statement.purge_threshold > 0:
             considered = [f for f in considered if deleted_fraction(f) >= statement.purge_threshold]
         bins = plan_bins(
-            considered, snapshot, target_size, purge=statement.purge, zorder=zorder_bins
+            considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder)
         )
     rewritten = [f for b in bins for f in b]
     adds: list[AddFile] = []

@@ -197,7 +197,7 @@ def widen_for_insert(
     """INSERT's (and an append's) use of this module: the snapshot to write with, the
     result's message and the guard to write in (:func:`explained_overflow`)."""
     wider = candidates(snapshot, insert_sources(snapshot, source_fields, columns))
-    evolution = auto_merge(spark)
+    evolution = bool(wider) and auto_merge(spark)  # no conf round trip for most INSERTs
     widened, message = widen_columns(txn, snapshot, wider, table) if evolution else (snapshot, "")
     return widened, message, explained_overflow(snapshot, wider, table, evolution, text)
 

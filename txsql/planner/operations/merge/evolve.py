@@ -32,10 +32,11 @@ def evolution_enabled(spark: SparkSession, statement: Merge) -> bool:
 
 
 def evolved_metadata(
-    spark: SparkSession, statement: Merge, snapshot: Snapshot, source: DataFrame
+    evolution: bool, statement: Merge, snapshot: Snapshot, source: DataFrame
 ) -> Metadata | None:
-    """The target's metadata with the source's extra columns, or None (no change)."""
-    if not evolution_enabled(spark, statement):
+    """The target's metadata with the source's extra columns, or None (no change or
+    ``evolution`` off: see :func:`evolution_enabled`)."""
+    if not evolution:
         return None
     if not any(c.action in ("update", "insert") and c.values is None for c in statement.clauses):
         return None  # only UPDATE SET * / INSERT * bring source columns along

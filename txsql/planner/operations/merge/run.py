@@ -118,7 +118,8 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     snapshot = txn.current_snapshot()
     assert snapshot is not None  # existing_log guarantees a committed version
     source, _ = query_dataframe(ctx, statement.source, txn)
-    evolved = evolved_metadata(ctx.spark, statement, snapshot, source)
+    evolution = evolution_enabled(ctx.spark, statement)
+    evolved = evolved_metadata(evolution, statement, snapshot, source)
     note = ""
     if evolved is not None:  # WITH SCHEMA EVOLUTION: new columns commit with the rows
         # ... and so does the feature a new column's type needs (TIMESTAMP_NTZ).
@@ -131,7 +132,7 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
         snapshot = txn.current_snapshot()
         assert snapshot is not None
     # A wider source type widens its column when the table and the statement allow it.
-    before, evolution = snapshot, evolution_enabled(ctx.spark, statement)
+    before = snapshot
     wider = candidates(snapshot, merge_sources(statement, snapshot, source.schema.fields))
     if evolution:
         snapshot, widened = widen_columns(txn, snapshot, wider, target.display)

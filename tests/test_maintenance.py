@@ -95,6 +95,26 @@ def test_opt_out_property(spark: SparkSession, tmp_path: Path) -> None:
     assert not {"REORG", "OPTIMIZE"} & set(_ops(s))
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("txsql.maintenance", "off"),
+        ("txsql.maintenance.purgeThreshold", "2"),
+        ("txsql.maintenence", "false"),
+    ],
+)
+def test_bad_settings_are_refused_at_alter(
+    spark: SparkSession, tmp_path: Path, key: str, value: str
+) -> None:
+    s = txsql.Session(spark, str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id INT)")
+    with pytest.raises(txsql.errors.InvalidTablePropertyError, match=key.split(".")[-1]) as info:
+        s.sql(f"ALTER TABLE t SET TBLPROPERTIES ('{key}' = '{value}')")
+    assert info.value.hint
+    assert s.table("t").version() == 0
+    assert not any(k.startswith("txsql.") for k in s.table("t").snapshot().configuration)
+
+
 def test_nothing_during_open_transaction(spark: SparkSession, tmp_path: Path) -> None:
     s = txsql.Session(spark, str(tmp_path / "wh"), maintenance=True, maintenance_idle_seconds=0.2)
     try:

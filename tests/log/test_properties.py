@@ -101,6 +101,9 @@ def test_invalid_stored_value_is_a_clear_error() -> None:
         ("delta.targetFileSize", "33554432", "33554432"),
         ("DELTA.APPENDONLY", "false", "false"),
         ("owner", "anything at all", "anything at all"),
+        ("TXSQL.MAINTENANCE", " FALSE", "false"),
+        ("txsql.maintenance.purgeThreshold", "0.25", "0.25"),
+        ("txsql.multiTableTransactions.coordinatorRetention", "interval 1 day", "interval 1 day"),
     ],
 )
 def test_validate_property_canonical(key: str, value: str, canonical: str) -> None:
@@ -118,6 +121,10 @@ def test_validate_property_canonical(key: str, value: str, canonical: str) -> No
         ("delta.deletedFileRetentionDuration", "interval 1 month", "interval"),
         ("delta.columnMapping.mode", "physical", "none, name, id"),
         ("delta.feature.deletionVectors", "on", "supported"),
+        ("txsql.maintenance", "off", "true or false"),
+        ("txsql.maintenance.purgeThreshold", "10%", "txsql.maintenance.purgeThreshold"),
+        ("txsql.maintenance.purgeThreshold", "1.5", "fraction from 0 to 1"),
+        ("txsql.rowLevelConcurrency", "yes", "true or false"),
     ],
 )
 def test_validate_property_rejects_values(key: str, value: str, match: str) -> None:
@@ -137,3 +144,23 @@ def test_unknown_delta_key_suggests_closest() -> None:
 def test_canonical_key() -> None:
     assert props.canonical_key("delta.ENABLEDELETIONVECTORS") == "delta.enableDeletionVectors"
     assert props.NEW_TABLE_DEFAULTS == {"delta.enableDeletionVectors": "true"}
+
+
+def test_unknown_txsql_key_is_refused_with_the_closest() -> None:
+    """A misspelt txsql setting would be stored and silently ignored: refused instead."""
+    with pytest.raises(InvalidTablePropertyError) as info:
+        validate_property("txsql.maintenence", "false")
+    assert "txsql.maintenance" in info.value.hint
+    assert "reserved for txsql settings" in info.value.hint
+
+
+def test_every_txsql_setting_txsql_reads_is_validated() -> None:
+    from txsql.log.features import MULTI_TABLE_PROPERTY
+    from txsql.planner.operations.maintenance import OPT_OUT_PROPERTY, THRESHOLD_PROPERTY
+    from txsql.txn.isolation import ROW_LEVEL_CONCURRENCY
+    from txsql.txn.multitable.compaction import RETENTION_PROPERTY
+    from txsql.txn.multitable.coordinator import COORDINATOR_PROPERTY
+
+    read = (MULTI_TABLE_PROPERTY, OPT_OUT_PROPERTY, THRESHOLD_PROPERTY, ROW_LEVEL_CONCURRENCY)
+    for key in (*read, RETENTION_PROPERTY, COORDINATOR_PROPERTY):
+        assert props.canonical_key(key.upper()) == key

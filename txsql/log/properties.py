@@ -131,6 +131,13 @@ def _interval(value: str) -> str:
     return value.strip()
 
 
+def _fraction(value: str) -> str:
+    number = float(value.strip())
+    if not 0.0 <= number <= 1.0:
+        raise ValueError("expected a fraction from 0 to 1")
+    return value.strip()
+
+
 def _one_of(*choices: str) -> Callable[[str], str]:
     by_lower = {c.lower(): c for c in choices}
 
@@ -184,6 +191,13 @@ _VALIDATORS: dict[str, Callable[[str], str]] = {
     "delta.universalFormat.enabledFormats": _any,
     "delta.enableIcebergCompatV2": _bool,
     "delta.parquet.compression.codec": _any,
+    # txsql's own settings: a misspelt one would be stored and silently ignored.
+    "txsql.rowLevelConcurrency": _bool,
+    "txsql.multiTableTransactions": _bool,
+    "txsql.multiTableTransactions.coordinator": _any,
+    "txsql.multiTableTransactions.coordinatorRetention": _interval,
+    "txsql.maintenance": _bool,
+    "txsql.maintenance.purgeThreshold": _fraction,
 }
 _BY_LOWER = {k.lower(): k for k in _VALIDATORS}
 _FEATURE_PREFIX = "delta.feature."
@@ -201,7 +215,7 @@ def canonical_key(key: str) -> str:
 def validate_property(key: str, value: str) -> str:
     """Check a property being set and return its canonical value.
 
-    Keys without the ``delta.`` prefix are user properties and pass unchanged.
+    Keys without the ``delta.`` or ``txsql.`` prefix are user properties and pass unchanged.
 
     >>> validate_property("delta.isolationLevel", "serializable")
     'Serializable'
@@ -211,7 +225,8 @@ def validate_property(key: str, value: str) -> str:
     Raises:
         InvalidTablePropertyError: an unknown ``delta.`` key or an invalid value.
     """
-    if not key.lower().startswith("delta."):
+    prefix = key.lower().partition(".")[0]
+    if prefix not in ("delta", "txsql"):
         return value
     if key.lower().startswith(_FEATURE_PREFIX):
         if value.strip().lower() not in ("supported", "enabled"):
@@ -227,15 +242,17 @@ def validate_property(key: str, value: str) -> str:
         suggestion = f"Did you mean {canonical_key(close[0])}? " if close else ""
         raise InvalidTablePropertyError(
             f"unknown table property {key!r}",
-            hint=f"{suggestion}Keys starting with 'delta.' are reserved for Delta properties; "
-            "use another prefix for your own.",
+            hint=f"{suggestion}Keys starting with '{prefix}.' are reserved for "
+            f"{'Delta' if prefix == 'delta' else 'txsql'} settings; use another prefix for "
+            "your own.",
         )
     try:
         return check(value)
     except (ValueError, InvalidTablePropertyError) as exc:
         detail = exc.message if isinstance(exc, InvalidTablePropertyError) else str(exc)
         raise InvalidTablePropertyError(
-            f"invalid value {value!r} for table property {canonical}: {detail}"
+            f"invalid value {value!r} for table property {canonical}: {detail}",
+            hint=f"Set '{canonical}' to a valid value ({detail}), or leave it out for its default.",
         ) from exc
 
 

@@ -78,14 +78,20 @@ def class_histogram(pid: int | None) -> dict[str, int]:
     """Bytes per JVM class of live objects (``jcmd GC.class_histogram`` runs a full GC)."""
     if pid is None:
         return {}
-    text = subprocess.run(
-        ["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True, check=False
-    ).stdout
     sizes: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[0].endswith(":") and parts[2].isdigit():
-            sizes[parts[3]] = int(parts[2])
+    # A busy machine can make the attach time out (the last 3,000-statement run got no
+    # histogram): a longer attach timeout and a few tries.
+    command = ["jcmd", "-J-Dsun.tools.attach.attachTimeout=120000", str(pid), "GC.class_histogram"]
+    for _ in range(3):
+        found = subprocess.run(command, capture_output=True, text=True, check=False)
+        for line in found.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[0].endswith(":") and parts[2].isdigit():
+                sizes[parts[3]] = int(parts[2])
+        if sizes:
+            return sizes
+        print(f"jcmd GC.class_histogram returned nothing: {found.stderr.strip()[:200]}")
+        time.sleep(5)
     return sizes
 
 
@@ -142,10 +148,11 @@ def main() -> None:
     scale = 1000 / args.statements
     print(f"{args.statements} statements after {args.warmup} warm-up: {seconds:.1f} s")
     print(f"driver RSS growth per 1000: {(rss_after - rss_before) * scale:+.1f} MB")
-    if not grown:
-        print("JVM heap: jcmd found no Spark JVM")
-    live = (sum(grown.values()) - sum(classes.values())) * scale / 2**20
-    print(f"JVM heap in use after a full GC (live objects), growth per 1000: {live:+.1f} MB")
+    if not grown or not classes:
+        print("JVM heap: no class histogram (see above): no JVM figure")
+    else:
+        live = (sum(grown.values()) - sum(classes.values())) * scale / 2**20
+        print(f"JVM heap in use after a full GC (live objects), growth per 1000: {live:+.1f} MB")
     print(
         f"Spark holds (temp views, cached tables, persisted RDDs): {held_before} before, "
         f"{held_after} after"

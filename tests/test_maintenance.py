@@ -16,9 +16,14 @@ import pytest
 
 import txsql
 from tests.interop.readers import deltalake_rows, duckdb_rows
+from txsql.log.actions import AddFile, CommitInfo
 from txsql.planner.context import RunContext
 from txsql.planner.dml.hooks import DML_HOOKS
-from txsql.planner.operations.maintenance import checkpoint_if_due, purge_deletion_vectors
+from txsql.planner.operations.maintenance import (
+    checkpoint_if_due,
+    compact_small_files,
+    purge_deletion_vectors,
+)
 from txsql.planner.operations.optimize import deleted_fraction
 from txsql.planner.sql.refs import TableRef
 from txsql.txn.rowlevel.state import num_records
@@ -159,6 +164,47 @@ def test_purge_threshold_leaves_files_below_it(spark: SparkSession, tmp_path: Pa
     assert duckdb_rows(s.table("t").location, version, "id") == [(i,) for i in range(1, 10)] + [
         (101,)
     ]
+
+
+def test_steps_use_one_task_slot(spark: SparkSession, tmp_path: Path) -> None:
+    """Every Spark stage of a purge and a compaction runs one task, bin after bin, so the
+    user's next statement finds the other slots free; the row map still lets DML race it."""
+    s = txsql.Session(spark, str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id BIGINT, v INT) TBLPROPERTIES ('delta.targetFileSize' = '8kb')")
+    for i in range(3):
+        s.sql(f"INSERT INTO t SELECT id + {i * 1000}, 0 FROM range(0, 1000, 1, 4)")
+    s.sql("DELETE FROM t WHERE id % 10 = 3")
+    group = f"one-slot-{tmp_path.name}"
+    spark.sparkContext.setJobGroup(group, "maintenance steps")
+    ctx = _step_context(s)
+    try:
+        purge_deletion_vectors(ctx, TableRef(name="t"))
+        compact_small_files(ctx, TableRef(name="t"))
+    finally:
+        ctx.end_statement()
+        spark.sparkContext.setJobGroup("", "")
+    tracker = spark.sparkContext.statusTracker()
+    stages = []
+    for job in tracker.getJobIdsForGroup(group):
+        job_info = tracker.getJobInfo(job)
+        stages += [tracker.getStageInfo(stage) for stage in (job_info.stageIds if job_info else [])]
+    wide = [(i.name, i.numTasks) for i in stages if i is not None and i.numTasks != 1]
+    assert stages and not wide
+    log = s.table("t").log
+    infos = [
+        (v, a)
+        for v in range(s.table("t").version() + 1)
+        for a in log.read_commit(v)
+        if isinstance(a, CommitInfo) and a.operation == "REORG"
+    ]
+    assert infos, "the purge committed"
+    version, info = infos[0]
+    assert "txsqlRowMap" in (info.operation_parameters or {})
+    # Several bins, each its own one-task job, all in one commit with one row map.
+    assert sum(1 for a in log.read_commit(version) if isinstance(a, AddFile)) > 1
+    expected = [(i,) for i in range(3000) if i % 10 != 3]
+    assert sorted(duckdb_rows(s.table("t").location, s.table("t").version(), "id")) == expected
+    assert len(s.table("t").snapshot().files) < 12
 
 
 def test_checkpoint_step_writes_a_missing_one(spark: SparkSession, tmp_path: Path) -> None:

@@ -83,12 +83,12 @@ def in_prepared_transaction(ctx: RunContext, ref: TableRef) -> bool:
 
 def purge_deletion_vectors(ctx: RunContext, ref: TableRef) -> object:
     threshold = purge_threshold(ctx.catalog.snapshot(ref).configuration)
-    statement = OptimizeTable(ref, purge=True, purge_threshold=threshold)
+    statement = OptimizeTable(ref, purge=True, purge_threshold=threshold, one_task=True)
     return run_optimize(ctx, statement, "REORG (idle maintenance)")
 
 
 def compact_small_files(ctx: RunContext, ref: TableRef) -> object:
-    return run_optimize(ctx, OptimizeTable(ref), "OPTIMIZE (idle maintenance)")
+    return run_optimize(ctx, OptimizeTable(ref, one_task=True), "OPTIMIZE (idle maintenance)")
 
 
 def checkpoint_if_due(ctx: RunContext, ref: TableRef) -> object:

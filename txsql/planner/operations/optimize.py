@@ -109,8 +109,18 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     if bins:
         txn.record_scan(predicate, rewritten)
         provider = clustering.PROVIDER if cluster_by else None
-        adds = _rewrite(ctx, snapshot, bins, zorder, per_file, provider)
-        row_map = None if zorder else build_row_map(bins, adds)
+        if statement.one_task:
+            written = [
+                _rewrite(ctx, snapshot, [b], zorder, per_file, provider, one_task=True)
+                for b in bins
+            ]
+            adds = [a for bin_adds in written for a in bin_adds]
+            maps = [build_row_map([b], a) for b, a in zip(bins, written)]
+            if not zorder and all(m is not None for m in maps):
+                row_map = RowMap(tuple(o for m in maps if m is not None for o in m.bins))
+        else:
+            adds = _rewrite(ctx, snapshot, bins, zorder, per_file, provider)
+            row_map = None if zorder else build_row_map(bins, adds)
         txn.stage([f.to_remove(data_change=False) for f in rewritten])
         txn.stage(adds)
     described = predicate_sql(statement.where, snapshot.schema_json) if statement.where else None
@@ -232,24 +242,36 @@ def _rewrite(
     zorder: tuple[str, ...],
     per_file: int | None = None,
     provider: str | None = None,
+    *,
+    one_task: bool = False,
 ) -> list[AddFile]:
     """Write each bin's live rows as one file (Spark groups rows by bin in one job), or as
-    files of ``per_file`` rows; new files carry ``provider`` as their clustering provider."""
+    files of ``per_file`` rows; new files carry ``provider`` as their clustering provider.
+    With ``one_task`` (a single bin) one task reads and writes it, with no shuffle: idle
+    maintenance's one task slot."""
 
     files = [f for b in bins for f in b]
-    keys = _bin_keys(ctx, len(bins))
-    mapping = [(f.path, keys[i], j) for i, b in enumerate(bins) for j, f in enumerate(b)]
     table_columns = [f["name"] for f in snapshot.schema_json["fields"]]
     file_column, row_column = snapshot_row_ids(snapshot)
     # Helper names fresh against the table's columns: a user column "_txsql_bin" survives.
     bin_key, order, z = fresh_names([_BIN, _ORDER, _Z], [*table_columns, file_column, row_column])
-    bin_df = ctx.spark.createDataFrame(
-        mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
-    )
     rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True, with_lineage=True)
-    rows = rows.join(F.broadcast(bin_df), file_column)
+    if one_task:
+        # One task reads the bin's files in turn (a single partition also satisfies the
+        # rank windows' distribution, so nothing shuffles). File order from a map literal:
+        # a broadcast join's collect would be a second job of several tasks.
+        positions = F.create_map(*[F.lit(x) for j, f in enumerate(files) for x in (f.path, j)])
+        file_order = F.element_at(positions, F.col(quote(file_column)))
+        rows = rows.withColumns({bin_key: F.lit(0), order: file_order}).coalesce(1)
+    else:
+        keys = _bin_keys(ctx, len(bins))
+        mapping = [(f.path, keys[i], j) for i, b in enumerate(bins) for j, f in enumerate(b)]
+        bin_df = ctx.spark.createDataFrame(
+            mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
+        )
+        rows = rows.join(F.broadcast(bin_df), file_column)
+        rows = rows.repartition(len(bins), bin_key)
     parts = [F.col(quote(c)) for c in snapshot.partition_columns]
-    rows = rows.repartition(len(bins), bin_key)
     if len(zorder) == 1:  # one column: its own order is the curve
         rows = rows.sortWithinPartitions(*parts, bin_key, F.col(quote(zorder[0])))
     elif zorder:

@@ -83,8 +83,10 @@ class OptimizeTable:
     zorder: tuple[str, ...] = ()
     purge: bool = False
     full: bool = False
-    # Not SQL: idle maintenance purges only files at least this fraction deleted.
+    # Not SQL: idle maintenance purges only files at least this fraction deleted, and
+    # rewrites one bin at a time in one Spark task (one task slot, the rest for the user).
     purge_threshold: float = 0.0
+    one_task: bool = False
 
 
 @dataclass(frozen=True, slots=True)

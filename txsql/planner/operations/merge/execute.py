@@ -9,9 +9,9 @@ the touched target rows, the matched ones and the rows to insert.
 Spark jobs (each through :func:`~txsql.planner.dml.jobs.count_job`): :func:`count_rows`
 materializes the persisted source (so Spark sees its real size; a source too big for
 Spark's broadcast threshold but small next to the target is broadcast by a hint,
-:func:`broadcasts_source`), the new rows are written, and :func:`~txsql.planner.operations.merge.summary.summarize`
-returns counts and per-file bitmaps; the DVs are built from those bitmaps without another
-job.
+:func:`broadcasts_source`), the new rows are written, and
+:func:`~txsql.planner.operations.merge.summary.summarize` returns counts and per-file
+bitmaps; the DVs are built from those bitmaps without another job.
 
 The join reads every target column once: a narrow join (ON columns, file, row index) plus
 a second read of full rows at the matched positions cost 1.6x the CPU at 5M rows

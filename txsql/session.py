@@ -13,14 +13,18 @@ from txsql.engine.releases import drain_releases
 from txsql.engine.spark import local_session, prepare_session
 from txsql.engine.spark_errors import quiet_spark_errors, statement_error
 from txsql.errors import SqlError, TransactionError, TxSqlError
+from txsql.maintenance import DEFAULT_IDLE_SECONDS, Maintenance
+from txsql.maintenance import TAG as MAINTENANCE_TAG
 from txsql.planner import registry
 from txsql.planner.catalog import Catalog
 from txsql.planner.context import ExplicitTransaction, RunContext
 from txsql.planner.dml.hooks import DML_HOOKS
 from txsql.planner.idempotent import AppWrite, run_idempotent
+from txsql.planner.operations.maintenance import Step, skip_reason
 from txsql.planner.prepared import prepare_transaction, run_commit_prepared, run_rollback_prepared
 from txsql.planner.sql.build import build_statement
 from txsql.planner.sql.params import bind_parameters, used_parameters
+from txsql.planner.sql.refs import TableRef
 from txsql.planner.sql.script import ParsedStatement, parse_script
 from txsql.planner.sql.statements import Begin, Commit, Rollback, Statement
 from txsql.planner.sql.syntax import quiet_sqlglot
@@ -70,6 +74,8 @@ class Session:
         max_commit_attempts: int = 10_000,
         storage_options: Mapping[str, object] | None = None,
         spark_scheme: Mapping[str, str] | None = None,
+        maintenance: bool = False,
+        maintenance_idle_seconds: float = DEFAULT_IDLE_SECONDS,
     ) -> None:
         if spark is None:
             spark = SparkSession.getActiveSession() or local_session()
@@ -78,6 +84,35 @@ class Session:
         self.warehouse = parse_location(warehouse or DEFAULT_WAREHOUSE).root
         self.catalog = Catalog(self.warehouse)
         self._context = RunContext(self.spark, self.catalog, DML_HOOKS, max_commit_attempts)
+        self._written: dict[TableRef, None] = {}  # tables this session wrote, in order
+        self.maintenance = Maintenance(
+            self.spark,
+            self._maintenance_step,
+            lambda: list(self._written),
+            lambda ref: skip_reason(RunContext(self.spark, self.catalog, DML_HOOKS), ref),
+            lambda: self._context.explicit is None,
+            maintenance_idle_seconds,
+        )
+        if maintenance:
+            self.maintenance.start()
+
+    def close(self) -> None:
+        """Stop and join the idle-maintenance worker (if running)."""
+        self.maintenance.stop()
+
+    def _maintenance_step(self, step: Step, ref: TableRef) -> object:
+        # Runs on the maintenance worker, only while no statement runs: its own context,
+        # its Spark jobs tagged so busy() can interrupt them.
+        ctx = RunContext(self.spark, self.catalog, DML_HOOKS, 2)
+        ctx.commit_gate = self.maintenance.commit_gate
+        self.spark.addTag(MAINTENANCE_TAG)
+        ctx.begin_statement()
+        try:
+            with quiet_spark_errors(), quiet_sqlglot():
+                return step.run(ctx, ref)
+        finally:
+            ctx.end_statement()  # an abandoned step's files go
+            self.spark.removeTag(MAINTENANCE_TAG)
 
     def sql(
         self,
@@ -173,12 +208,14 @@ class Session:
     def _run(self, parsed: ParsedStatement, context: RunContext | None = None) -> Result:
         # PySpark logs each SQL error (JSON, whole JVM stack) and sqlglot warns on stderr;
         # the statement's typed error already says it all.
+        self.maintenance.busy()  # stops idle maintenance (waits <= 100 ms)
         drain_releases()  # caches dropped since the last statement, released on this thread
         try:
             with quiet_spark_errors(), quiet_sqlglot():
                 return self._run_statement(parsed, context)
         finally:
             drain_releases()
+            self.maintenance.done()
 
     def _run_statement(self, parsed: ParsedStatement, context: RunContext | None) -> Result:
         started = time.perf_counter()
@@ -200,6 +237,9 @@ class Session:
                 if explicit is not None:
                     refuse_if_aborted(explicit)
                 result = registry.runner(type(statement))(context, statement, source.text)
+                target = getattr(statement, "target", None)
+                if isinstance(target, TableRef) and result.version is not None:
+                    self._written[target] = None  # a table idle maintenance looks after
         except TxSqlError as e:
             e.locate(source.text, source.line, source.column)
             if not control:

@@ -100,7 +100,8 @@ class Table:
 
         Rows: the table's columns plus ``_change_type`` (``insert``, ``delete``,
         ``update_preimage``, ``update_postimage``), ``_commit_version`` and
-        ``_commit_timestamp``, as ``SELECT * FROM table_changes(...)`` returns them.
+        ``_commit_timestamp``, as ``SELECT * FROM table_changes(...)`` returns them; on a
+        table tracking rows, then ``_row_id`` and ``_row_commit_version``.
         """
 
         return changes_dataframe(self._context, self.ref, start, end)

@@ -27,6 +27,7 @@ from pyroaring import BitMap64
 from pyspark.sql import functions as F
 
 from txsql.dv.store import read_deletion_vector
+from txsql.engine.change_ids import expose, lineage_of, resolve_inserts, scan_rows
 from txsql.engine.scan import resolve_path, scan_snapshot, snapshot_row_ids
 from txsql.engine.write import write_data_files
 from txsql.errors import ChangeDataFeedError
@@ -99,15 +100,22 @@ def _change_metadata(metadata: Metadata) -> Metadata:
 
 
 def rows_in_bitmaps(
-    spark: SparkSession, snapshot: Snapshot, marked: Mapping[str, tuple[AddFile, BitMap64]]
+    spark: SparkSession,
+    snapshot: Snapshot,
+    marked: Mapping[str, tuple[AddFile, BitMap64]],
+    *,
+    lineage: bool = False,
 ) -> DataFrame:
     """The rows at the marked physical positions of each file (DVs not applied).
 
     ``marked`` maps a file's log path to the file and the row positions wanted. The
-    result has the table's columns only.
+    result has the table's columns, then with ``lineage`` on a table tracking rows their
+    stable ids and commit versions (see :func:`txsql.engine.change_ids.scan_rows`).
     """
     files = [replace(add, deletion_vector=None) for add, _ in marked.values()]
-    scan = scan_snapshot(spark, replace(snapshot, files=tuple(files)), with_row_ids=True)
+    scan = scan_snapshot(
+        spark, replace(snapshot, files=tuple(files)), with_row_ids=True, with_lineage=lineage
+    )
     file_column, row_column = snapshot_row_ids(snapshot)
     wanted = {path: rows.serialize() for path, (_, rows) in marked.items()}
     kept = scan.mapInArrow(_keep_marked(wanted, file_column, row_column), scan.schema)
@@ -147,7 +155,8 @@ def read_changes(
     """The change rows of versions ``start``..``end`` (both inclusive; end: the latest).
 
     Columns: the table's (as of ``end``), ``_change_type``, ``_commit_version`` (long),
-    ``_commit_timestamp`` (timestamp).
+    ``_commit_timestamp`` (timestamp); on a table tracking rows (as of ``end``), then
+    ``_row_id`` and ``_row_commit_version`` (:mod:`txsql.engine.change_ids`).
 
     Raises:
         ChangeDataFeedError: a bad range, or the feed was off at ``start`` or turned off
@@ -174,6 +183,7 @@ def read_changes(
         raise _not_enabled(start)
     final = first if last == start else log.snapshot(last)
     timestamps = commit_timestamps(log.store, configuration=final.configuration)
+    lineage = lineage_of(final)
     pieces = []
     for version in range(start, last + 1):
         actions = log.read_commit(version)
@@ -182,9 +192,10 @@ def read_changes(
                 action.configuration
             ):
                 raise _not_enabled(version)
-        piece = version_changes(spark, final, actions)
+        piece = version_changes(spark, final, actions, lineage=lineage is not None)
         if piece is not None:
-            pieces.append(_stamp(piece, version, timestamps.get(version, 0)))
+            stamped = _stamp(piece, version, timestamps.get(version, 0))
+            pieces.append(expose(stamped, lineage, version))
     if not pieces:
         return empty_changes(spark, final)
     return reduce(lambda a, b: a.unionByName(b), pieces)
@@ -197,26 +208,33 @@ def _not_enabled(version: int) -> ChangeDataFeedError:
 
 
 def version_changes(
-    spark: SparkSession, snapshot: Snapshot, actions: Sequence[object]
+    spark: SparkSession, snapshot: Snapshot, actions: Sequence[object], *, lineage: bool = False
 ) -> DataFrame | None:
-    """The change rows (with ``_change_type``) of one commit's actions; None: no changes."""
+    """The change rows (with ``_change_type``) of one commit's actions; None: no changes.
+
+    With ``lineage`` on a table tracking rows, each row also carries its stable id and
+    commit version in the table's materialized columns (:mod:`txsql.engine.change_ids`).
+    """
     cdc = [a for a in actions if isinstance(a, AddCDCFile)]
     if cdc:
         files = tuple(AddFile(c.path, dict(c.partition_values), c.size, 0) for c in cdc)
         scanned = replace(snapshot, metadata=_change_metadata(snapshot.metadata), files=files)
-        return scan_snapshot(spark, scanned)
+        rows = scan_rows(spark, scanned, lineage=lineage)
+        if not lineage or lineage_of(snapshot) is None:
+            return rows
+        return resolve_inserts(spark, snapshot, rows, actions, CHANGE_TYPE, INSERT)
     adds = {a.path: a for a in actions if isinstance(a, AddFile) and a.data_change}
     removes = {r.path: r for r in actions if isinstance(r, RemoveFile) and r.data_change}
     inserted = [a for p, a in adds.items() if p not in removes]
     deleted = [_as_add(r) for p, r in removes.items() if p not in adds]
     pieces = []
     if inserted:
-        rows = scan_snapshot(spark, replace(snapshot, files=tuple(inserted)))
+        rows = scan_rows(spark, replace(snapshot, files=tuple(inserted)), lineage=lineage)
         pieces.append(with_change_type(rows, INSERT))
     if deleted:
-        rows = scan_snapshot(spark, replace(snapshot, files=tuple(deleted)))
+        rows = scan_rows(spark, replace(snapshot, files=tuple(deleted)), lineage=lineage)
         pieces.append(with_change_type(rows, DELETE))
-    pieces += _dv_changes(spark, snapshot, adds, removes)
+    pieces += _dv_changes(spark, snapshot, adds, removes, lineage)
     return reduce(lambda a, b: a.unionByName(b), pieces) if pieces else None
 
 
@@ -225,6 +243,7 @@ def _dv_changes(
     snapshot: Snapshot,
     adds: dict[str, AddFile],
     removes: dict[str, RemoveFile],
+    lineage: bool,
 ) -> list[DataFrame]:
     """Rows of files removed and re-added in one version: the difference of their DVs."""
     fs = LocalFileIO()
@@ -245,14 +264,17 @@ def _dv_changes(
             back[path] = (add, old - new)
     pieces = []
     if gone:
-        pieces.append(with_change_type(rows_in_bitmaps(spark, snapshot, gone), DELETE))
+        rows = rows_in_bitmaps(spark, snapshot, gone, lineage=lineage)
+        pieces.append(with_change_type(rows, DELETE))
     if back:
-        pieces.append(with_change_type(rows_in_bitmaps(spark, snapshot, back), INSERT))
+        rows = rows_in_bitmaps(spark, snapshot, back, lineage=lineage)
+        pieces.append(with_change_type(rows, INSERT))
     return pieces
 
 
 def _as_add(remove: RemoveFile) -> AddFile:
-    """A removed file as a scan input (rows its DV had already deleted stay deleted)."""
+    """A removed file as a scan input (rows its DV had already deleted stay deleted;
+    the row tracking fields a remove copies from its add resolve the rows' ids)."""
     return AddFile(
         remove.path,
         dict(remove.partition_values or {}),
@@ -260,6 +282,8 @@ def _as_add(remove: RemoveFile) -> AddFile:
         0,
         stats=remove.stats,
         deletion_vector=remove.deletion_vector,
+        base_row_id=remove.base_row_id,
+        default_row_commit_version=remove.default_row_commit_version,
     )
 
 
@@ -271,5 +295,5 @@ def _stamp(df: DataFrame, version: int, timestamp_ms: int) -> DataFrame:
 
 def empty_changes(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     """No change rows, with the columns a change read of ``snapshot`` has."""
-    rows = scan_snapshot(spark, replace(snapshot, files=()))
-    return _stamp(with_change_type(rows, INSERT), 0, 0).limit(0)
+    rows = scan_rows(spark, replace(snapshot, files=()), lineage=True)
+    return expose(_stamp(with_change_type(rows, INSERT), 0, 0), lineage_of(snapshot), 0).limit(0)

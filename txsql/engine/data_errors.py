@@ -133,7 +133,9 @@ def _data_exception(error: BaseException) -> tuple[str, str, dict[str, str]] | N
             parameters = dict(error.getMessageParameters() or {})  # type: ignore[attr-defined]
     except Exception:
         pass  # not a PySpark error with an error class: read its text
-    for match in _SPARK_ERROR.finditer(str(error)):
+    # raise_error's wrapper: txsql raises Spark's own conditions through it (fit_checked).
+    text = str(error).replace("[USER_RAISED_EXCEPTION] ", "")
+    for match in _SPARK_ERROR.finditer(text):
         if match["state"].startswith("22"):
             condition = match["condition"].split(".")[0]
             return condition, _ANSI_ADVICE.sub("", match["text"]), parameters

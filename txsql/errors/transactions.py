@@ -233,3 +233,10 @@ class AddedFileMissingError(TransactionError):
         "(VACUUM keeps files no commit names for 24 hours; TXSQL_STAGING_WINDOW_MS shortens "
         "that, for tests only)."
     )
+
+
+class MaintenanceStoppedError(TransactionError):
+    """Idle maintenance gave up a step because a user statement started (never raised
+    to a user: the maintenance worker catches it and commits nothing)."""
+
+    default_hint = "Nothing to do: maintenance runs again when the session is idle."

@@ -40,10 +40,11 @@ from txsql.magics.sessions import NamedSessions
 from txsql.magics.source import SqlSource
 from txsql.magics.view import TextView, TxResult
 from txsql.magics.warmup import cancel_warmup, wants_warmup, warm_statements
+from txsql.maintenance import log_path as maintenance_log_path
 from txsql.planner.sql.script import split_statements
 from txsql.version import __version__
 
-SUBCOMMANDS = ("history", "diff", "lineage", "sessions", "tables")
+SUBCOMMANDS = ("history", "diff", "lineage", "sessions", "tables", "maintenance")
 
 STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-separated):
   CREATE TABLE t (id BIGINT, v STRING) [PARTITIONED BY (...)] [AS SELECT ...]
@@ -53,10 +54,11 @@ STATEMENTS_HELP = """Statements (one per line magic, any number per cell, `;`-se
 Parameters: `WHERE id = :id` binds the notebook variable `id` as a typed literal.
 DataFrames: `FROM df` reads the pandas or Spark DataFrame in variable `df`.
 Subcommands: %txsql history t | diff t [v1 [v2]] [--key col,...] | lineage t [WHERE pred]
-| sessions | tables
+  | sessions | tables | maintenance on|off|status|idle <seconds>
   diff pairs a removed and an added row with the same key (default: the first column)
   into one updated row shown as old → new.
-Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress"""
+Settings: %config TxSql.displaylimit / feedback / output / warehouse / retries / progress
+  / maintenance"""
 
 
 class TxSql(Configurable):
@@ -89,6 +91,11 @@ class TxSql(Configurable):
         help="Lost commit races retried (None: session default).",
     )
     progress = Bool(True, config=True, help="Show a live progress line for slow statements.")
+    maintenance = Bool(
+        True,
+        config=True,
+        help="Idle maintenance for the sessions the magic starts (%txsql maintenance on|off).",
+    )
     progress_delay = Float(1.0, config=True, help="Seconds before the progress line appears.")
     short_errors = Bool(True, config=True, help="Show txsql errors without a Python traceback.")
 
@@ -245,7 +252,10 @@ class TxSqlMagics(Magics, TxSql):
             kwargs: dict[str, Any] = {}
             if retries is not None:
                 kwargs["max_commit_attempts"] = retries + 1
-            session = Session(spark=spark, warehouse=warehouse, **kwargs)
+            # Notebooks are idle most of the time: maintenance is on by default here.
+            session = Session(
+                spark=spark, warehouse=warehouse, maintenance=self.maintenance, **kwargs
+            )
             self._sessions[key] = session
         return session
 
@@ -294,6 +304,8 @@ class TxSqlMagics(Magics, TxSql):
         if name == "sessions":
             return self.named.view()
         session = self._session(options)
+        if name == "maintenance":
+            return self._maintenance(session, args)
         if name == "tables":
             names = session.catalog.names()
             return TextView("\n".join(names) if names else f"no tables in {session.warehouse}")
@@ -313,6 +325,30 @@ class TxSqlMagics(Magics, TxSql):
             return lineage_view(session, args)
         wanted = parse_diff_args(args)
         return version_diff(session, wanted.table, wanted.v1, wanted.v2, limit, wanted.key)
+
+    def _maintenance(self, session: Any, args: list[str]) -> TextView:
+        """``%txsql maintenance on|off|status|idle <seconds>``."""
+        usage = "%txsql maintenance on|off|status|idle <seconds>"
+        word = args[0].lower() if args else "status"
+        if word in ("on", "off"):  # every session of this magic, and the ones to come
+            self.maintenance = word == "on"
+            for each in self._sessions.values():
+                (each.maintenance.start if self.maintenance else each.maintenance.stop)()
+        elif word == "idle":
+            try:
+                seconds = float(args[1])
+            except (IndexError, ValueError):
+                seconds = -1.0
+            if not 0 < seconds < 86_400:
+                raise MagicUsageError("idle takes a number of seconds", hint=usage)
+            session.maintenance.idle_seconds = seconds
+        elif word != "status":
+            raise MagicUsageError(f"unknown maintenance command {word!r}", hint=usage)
+        state = "on" if session.maintenance.running else "off"
+        return TextView(
+            f"idle maintenance: {state} (after {session.maintenance.idle_seconds:g} s idle; "
+            f"log: {maintenance_log_path()})"
+        )
 
     def _status(self) -> TextView:
         lines = [f"txsql {__version__}"]

@@ -157,10 +157,13 @@ def history_summary(row: Mapping[str, Any]) -> tuple[Any, ...]:
         for k, v in (row.get("operationParameters") or {}).items()
         if k not in _HIDDEN_PARAMETERS
     }
+    operation = row.get("operation")
+    if parameters.pop("txsqlMaintenance", None) == "true":
+        operation = f"{operation} (idle maintenance)"
     return (
         row.get("version"),
         utc_text(row.get("timestamp")),
-        row.get("operation"),
+        operation,
         summary(parameters),
         summary(row.get("operationMetrics") or {}),
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +71,10 @@ class QualifiedName:
         return self.table if self.schema == DEFAULT_SCHEMA else f"{self.schema}.{self.table}"
 
 
+# How many tables' logs (each with its newest snapshot) a catalog keeps in memory.
+MAX_CACHED_LOGS = 64
+
+
 class Catalog:
     """Maps table names (``t`` or ``schema.t``) to locations under a warehouse directory.
 
@@ -89,7 +95,11 @@ class Catalog:
         self.warehouse = location.root
         self._local = location.is_local
         self._fs: FileIO = fs if fs is not None else file_io_for(location)
-        self._logs: dict[str, DeltaLog] = {}
+        # Each log caches its newest snapshot (a table's whole file list): keep the most
+        # recently used ones only, so a session that touches many tables stays bounded. An
+        # evicted log is read again from storage when named again.
+        self._logs: OrderedDict[str, DeltaLog] = OrderedDict()
+        self._logs_lock = threading.Lock()  # idle maintenance shares the catalog
         self._store = EntryStore(self.warehouse, self._fs)
         self.schemas = SchemaCatalog(self.warehouse, self._fs)
         self.current_schema = DEFAULT_SCHEMA  # USE changes it, per session
@@ -144,13 +154,19 @@ class Catalog:
 
     def log(self, ref: TableRef) -> DeltaLog:
         location = self.location(ref)
-        if location not in self._logs:
-            self._logs[location] = DeltaLog.for_path(location)
-        return self._logs[location]
+        with self._logs_lock:
+            log = self._logs.get(location)
+            if log is None:
+                log = self._logs[location] = DeltaLog.for_path(location)
+            self._logs.move_to_end(location)
+            while len(self._logs) > MAX_CACHED_LOGS:
+                self._logs.popitem(last=False)
+            return log
 
     def forget(self, location: str) -> None:
         """Drop the cached log of a table whose files were deleted (DROP TABLE)."""
-        self._logs.pop(parse_location(location).root, None)
+        with self._logs_lock:
+            self._logs.pop(parse_location(location).root, None)
 
     def exists(self, ref: TableRef) -> bool:
         return self.log(ref).exists() and self._renamed_to(ref) is None

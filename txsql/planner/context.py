@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +120,11 @@ class RunContext:
     max_commit_attempts: int = 10_000
     explicit: ExplicitTransaction | None = None
     app: AppWrite | None = None  # exactly-once (app id, version) of the current call
+    # Idle maintenance's context only: entered around the commit, it refuses (raising
+    # MaintenanceStoppedError) once a statement started, and a starting statement waits
+    # for a commit already inside it, so the two never overlap. An abandoned step's files
+    # are deleted by end_statement; its commits carry txsqlMaintenance.
+    commit_gate: Callable[[], AbstractContextManager[None]] | None = None
     # One frame per running statement (a hook may run a statement inside another).
     _frames: list[StatementFrame] = field(default_factory=list, repr=False)
 
@@ -232,6 +238,10 @@ class RunContext:
             if explicit:
                 txn.rollback()  # its actions are staged already: the transaction is void
             raise
+        if self.commit_gate is not None:
+            parameters = {**(parameters or {}), "txsqlMaintenance": "true"}
+            with self.commit_gate():
+                return txn.commit(operation, parameters, metrics, reads=self._statement_reads(txn))
         if explicit:
             assert self.explicit is not None
             self.hooks.record_changes(self, txn, self.explicit.statement_start)

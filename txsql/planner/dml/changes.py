@@ -5,7 +5,10 @@ Only tables with ``delta.enableChangeDataFeed = true`` come here (callers check
 The rows that went are read back from their files at the positions the statement just
 marked deleted (``DeletionOutcome.matched_rows_by_file``), which works the same with
 deletion vectors and with copy-on-write. Rows that arrived are read from the statement's
-new files, or, for MERGE, from its persisted classified rows.
+new files, or, for MERGE, from its persisted classified rows. On a table tracking rows
+each change row carries its stable id and commit version in the materialized columns
+(:mod:`txsql.engine.change_ids`): the rows that went with their committed ids, the new
+files' rows with the ids they store (an updated row's, NULL for a row yet to get one).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
 
+from txsql.engine.change_ids import scan_rows
 from txsql.engine.changes import (
     DELETE,
     POSTIMAGE,
@@ -28,7 +32,6 @@ from txsql.engine.changes import (
     with_change_type,
     write_change_files,
 )
-from txsql.engine.scan import scan_snapshot
 from txsql.log.actions import AddCDCFile, AddFile
 from txsql.log.snapshot import Snapshot
 from txsql.planner.dml.dv_writes import DeletionOutcome
@@ -74,7 +77,8 @@ def removed_rows(
     }
     if not marked:
         return None
-    return with_change_type(rows_in_bitmaps(ctx.spark, snapshot, marked), change_type)
+    rows = rows_in_bitmaps(ctx.spark, snapshot, marked, lineage=True)
+    return with_change_type(rows, change_type)
 
 
 def file_rows(
@@ -83,7 +87,7 @@ def file_rows(
     """All live rows of ``files`` (their DVs applied), typed ``change_type``."""
     if not files:
         return None
-    rows = scan_snapshot(ctx.spark, replace(snapshot, files=tuple(files)))
+    rows = scan_rows(ctx.spark, replace(snapshot, files=tuple(files)), lineage=True)
     return with_change_type(rows, change_type)
 
 
@@ -169,7 +173,8 @@ def record_statement_changes(
     if adds and not any(f.data_change for f in adds):
         return  # a rearrangement (OPTIMIZE): no row changed
     removes = [f.to_remove() for key, f in before.items() if key not in now]
-    rows = version_changes(ctx.spark, after, [*removes, *adds]) if removes or adds else None
+    actions = [*removes, *adds]
+    rows = version_changes(ctx.spark, after, actions, lineage=True) if actions else None
     if rows is not None:
         txn.stage(write_change_files(ctx.spark, after, rows).actions)
 

@@ -9,16 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.types import StructField
+from pyspark.sql.types import DecimalType, IntegralType, StructField
 
 from txsql.engine.scan_columns import sql_type
+from txsql.engine.scan_files import sql_string
 from txsql.engine.schema import quote
 from txsql.engine.spark_types import spark_schema
 from txsql.errors import IdentityColumnError, SchemaError
 from txsql.log.column_rules import DEFAULT_KEY, GENERATION_KEY, identity_of
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+
+ANSI_CONF = "spark.sql.ansi.enabled"
 
 
 def conform_to_schema(
@@ -77,6 +80,8 @@ def conform_to_schema(
             )
         mapping = {lowered[c.lower()]: s for c, s in zip(columns, source)}
     computed = computed_columns(schema_json)
+    checked = ansi_off(df.sparkSession)
+    source_types = {f.name: f.dataType for f in df.schema.fields}
     projected: list[str] = []
     for field in schema.fields:
         source_name = mapping.get(field.name)
@@ -92,6 +97,8 @@ def conform_to_schema(
                 )
             )
         value = "NULL" if source_name is None else quote(source_name)
+        if checked and source_name is not None and source_types[source_name] != field.dataType:
+            value = fit_checked(value, field)
         projected.append(cast_to_column(value, field))
     # SQL text: one py4j round trip, where a Column costs several per part (scan_columns).
     return df.selectExpr(*projected, *map(quote, keep))
@@ -109,6 +116,29 @@ def typed_columns(schema_json: dict[str, Any], values: Mapping[str, str]) -> lis
 def cast_to_column(value: str, field: StructField) -> str:
     """``value`` (SQL text) cast to ``field``'s type, named as the field."""
     return f"CAST({value} AS {sql_type(field.dataType)}) AS {quote(field.name)}"
+
+
+def ansi_off(spark: SparkSession) -> bool:
+    """Spark's ANSI mode is off: a CAST then stores NULL or a wrapped-around number for a
+    value its type cannot hold, where txsql's writes rely on it failing."""
+    return str(spark.conf.get(ANSI_CONF, "true") or "true").strip().lower() == "false"
+
+
+def fit_checked(value: str, field: StructField) -> str:
+    """``value`` (SQL text) as it is, except that a value the numeric type of ``field``
+    cannot hold fails the job, as an ANSI cast does: written where :func:`ansi_off` holds,
+    so no write ever stores an overflowed number. Other types are left to the cast."""
+    if not isinstance(field.dataType, (IntegralType, DecimalType)):
+        return value
+    target = sql_type(field.dataType)
+    # Spark's own error class and SQLSTATE, so it maps to ArithmeticOverflowError.
+    message = (
+        f"[CAST_OVERFLOW_IN_TABLE_INSERT] A value does not fit the {target.upper()} column "
+        f"{field.name} (spark.sql.ansi.enabled is false; txsql checks the fit itself). "
+        "SQLSTATE: 22003"
+    )
+    fits = f"({value}) IS NULL OR try_cast(({value}) AS {target}) IS NOT NULL"
+    return f"CASE WHEN {fits} THEN ({value}) ELSE raise_error({sql_string(message)}) END"
 
 
 def computed_columns(schema_json: dict[str, Any]) -> dict[str, str]:

@@ -98,9 +98,10 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
             # A file a clustering laid out (Delta's 'liquid') is never compacted or
             # re-sorted without its clustering (PROTOCOL.md "Clustered Table").
             considered = [f for f in considered if f.clustering_provider is None]
-        zorder_bins = bool(zorder)
+        if statement.purge_threshold > 0:
+            considered = [f for f in considered if deleted_fraction(f) >= statement.purge_threshold]
         bins = plan_bins(
-            considered, snapshot, target_size, purge=statement.purge, zorder=zorder_bins
+            considered, snapshot, target_size, purge=statement.purge, zorder=bool(zorder)
         )
     rewritten = [f for b in bins for f in b]
     adds: list[AddFile] = []
@@ -184,6 +185,14 @@ def parse_size(text: str) -> int:
     if m is None:
         raise SchemaError(f"cannot read {text!r} as a file size", hint="e.g. '128mb' or 1048576")
     return int(m.group(1)) * 1024 ** "_kmgt".index((m.group(2) or "_").lower())
+
+
+def deleted_fraction(f: AddFile) -> float:
+    """The share of ``f``'s rows its deletion vector deletes (0 without one)."""
+    if f.deletion_vector is None:
+        return 0.0
+    rows = num_records(f.stats)
+    return 1.0 if not rows else f.deletion_vector.cardinality / rows
 
 
 def plan_bins(

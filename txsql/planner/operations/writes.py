@@ -34,6 +34,7 @@ from txsql.planner.metrics import WriteMetrics
 from txsql.planner.operations.alter import PROTOCOL_KEYS, apply_protocol_versions
 from txsql.planner.operations.clustering import clustered_table
 from txsql.planner.operations.columns import map_new_table
+from txsql.planner.operations.widening import widen_for_insert
 from txsql.planner.sql.statements import CreateTable, InsertInto
 from txsql.result import Result
 from txsql.storage.factory import delete_quietly
@@ -228,26 +229,31 @@ def run_insert(ctx: RunContext, statement: InsertInto, text: str) -> Result:
     features.check_writable(snapshot.protocol, snapshot.metadata, existing=snapshot.metadata)
     statement = _with_defaults(statement, snapshot.schema_json)
     source, _ = query_dataframe(ctx, _as_query(statement), txn)
-    df = conform_to_schema(
-        source, snapshot.schema_json, statement.columns, statement.target.display, inserting=True
+    table = statement.target.display
+    # A wider source type widens its column when the table and the session allow it; the
+    # new schema commits with the rows (see widening.py).
+    snapshot, message, guard = widen_for_insert(
+        ctx.spark, txn, snapshot, source.schema.fields, statement.columns, table, text
     )
+    df = conform_to_schema(source, snapshot.schema_json, statement.columns, table, inserting=True)
     if _is_values(statement):
         # A VALUES list is a handful of rows on the driver, which Spark spreads over one task
         # per core: a tiny file each (see ONE_TASK_ROWS).
         df = df.coalesce(1)
-    adds = write_data_files(
-        ctx.spark,
-        df,
-        snapshot.table_root,
-        snapshot.metadata,
-        identity=True,
-        protocol=snapshot.protocol,
-    )
+    with guard:
+        adds = write_data_files(
+            ctx.spark,
+            df,
+            snapshot.table_root,
+            snapshot.metadata,
+            identity=True,
+            protocol=snapshot.protocol,
+        )
     txn.stage([*adds, *_identity_marks(snapshot, adds, df.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     metrics = WriteMetrics.of(adds)
     committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
-    return commit_write_result(text, statement.target.display, committed, metrics, txn.read_version)
+    return commit_write_result(text, table, committed, metrics, txn.read_version, message)
 
 
 def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) -> Result:
@@ -262,16 +268,22 @@ def append_dataframe(ctx: RunContext, log: DeltaLog, df: DataFrame, table: str) 
     features.check_writable(
         snapshot.protocol, snapshot.metadata, existing=snapshot.metadata
     )  # before any file
-    conformed = conform_to_schema(df, snapshot.schema_json, list(df.columns), table, inserting=True)
-    root, metadata = snapshot.table_root, snapshot.metadata
-    adds = write_data_files(
-        ctx.spark, conformed, root, metadata, identity=True, protocol=snapshot.protocol
+    text = f"append to {table}"
+    columns = list(df.columns)
+    snapshot, message, guard = widen_for_insert(
+        ctx.spark, txn, snapshot, df.schema.fields, columns, table, text
     )
+    conformed = conform_to_schema(df, snapshot.schema_json, columns, table, inserting=True)
+    root, metadata = snapshot.table_root, snapshot.metadata
+    with guard:
+        adds = write_data_files(
+            ctx.spark, conformed, root, metadata, identity=True, protocol=snapshot.protocol
+        )
     txn.stage([*adds, *_identity_marks(snapshot, adds, conformed.columns)])
     parameters = {"mode": "Append", "partitionBy": json.dumps(list(snapshot.partition_columns))}
     metrics = WriteMetrics.of(adds)
     committed = ctx.commit(txn, "WRITE", parameters, metrics.delta())
-    return commit_write_result(f"append to {table}", table, committed, metrics, txn.read_version)
+    return commit_write_result(text, table, committed, metrics, txn.read_version, message)
 
 
 def _with_defaults(statement: InsertInto, schema_json: dict[str, Any]) -> InsertInto:

@@ -83,6 +83,8 @@ class OptimizeTable:
     zorder: tuple[str, ...] = ()
     purge: bool = False
     full: bool = False
+    # Not SQL: idle maintenance purges only files at least this fraction deleted.
+    purge_threshold: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,15 +178,19 @@ class CommitLoop:
             self.row_id_mark = row_tracking.high_water_mark(snapshot.domains.values())
         return None
 
-    def attempt(self) -> tuple[Action, ...]:
+    def attempt(self, *, row_ids: bool = True) -> tuple[Action, ...]:
         """Everything the next put writes at :attr:`version`: a fresh commitInfo (new
-        timestamps) and the staged actions; refused if a file it adds is gone."""
+        timestamps) and the staged actions; refused if a file it adds is gone.
+
+        ``row_ids=False`` leaves new files without row ids: PREPARE TRANSACTION stores
+        its actions so, and COMMIT PREPARED assigns them at the version it lands on.
+        """
         assert self.info is not None and self.view is not None, "prepare() first"
         now = int(time.time() * 1000)
         ict = max(now, self.last_timestamp + 1) if self._ict_enabled(self.view) else None
         self.info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
         written: tuple[Action, ...] = (self.info, *self.staged.actions())
-        if self.assigns_row_ids:
+        if self.assigns_row_ids and row_ids:
             written, _ = assign_row_ids(
                 written, self.version, self.row_id_mark, keeps_ids=self.keeps_row_ids
             )

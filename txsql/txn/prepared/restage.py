@@ -16,12 +16,14 @@ from dataclasses import replace
 from typing import NoReturn
 
 from txsql.errors import CommitConflictError, MetadataChangedError
+from txsql.log import row_tracking
 from txsql.log.actions import Action, CommitInfo, SetTransaction
 from txsql.log.codec import decode_commit, encode_commit
 from txsql.log.deltalog import DeltaLog
 from txsql.log.snapshot import Snapshot
 from txsql.storage.logstore import log_store_for
 from txsql.txn.commit.own_files import require_added_files
+from txsql.txn.commit.row_ids import assign_row_ids
 from txsql.txn.conflicts.checker import PREPARED_RULES, check_winning_commit
 from txsql.txn.conflicts.view import TxnView, build_view
 from txsql.txn.isolation import IsolationLevel
@@ -91,7 +93,7 @@ class Restager:
         self.checked_through = newest
         if self.staged is not None and self.staged.staged_commit is not None:
             self.superseded.append(self.staged.staged_commit)
-        written = self._rebased()
+        written = self._rebased(self.log.snapshot(newest) if newest >= 0 else None)
         require_added_files(self.log, written, self.info.operation or "COMMIT PREPARED")
         name = staged_name(newest + 1, str(uuid.uuid4()))
         self.store.fs.write_if_absent(self.store.log_path(name), encode_commit(written))
@@ -99,14 +101,24 @@ class Restager:
             self.p.table_root, self.p.table_id, newest + 1, name, self.p.txn_id
         )
 
-    def _rebased(self) -> tuple[Action, ...]:
-        """The prepared actions with a fresh commitInfo (timestamps after the winners')."""
+    def _rebased(self, current: Snapshot | None) -> tuple[Action, ...]:
+        """The prepared actions with a fresh commitInfo (timestamps after the winners')
+        and, on a row-tracking table, row ids above ``current``'s high-water mark for the
+        version they land on (PREPARE stored them without: see ``CommitLoop.attempt``)."""
         now = now_ms()
         ict = self.info.in_commit_timestamp
         if ict is not None:
             ict = max(now, ict, self.last_timestamp + 1)
         info = replace(self.info, timestamp=now, in_commit_timestamp=ict)
-        return tuple(info if isinstance(a, CommitInfo) else a for a in self.actions)
+        actions = tuple(info if isinstance(a, CommitInfo) else a for a in self.actions)
+        if current is None:
+            return actions
+        config = current.metadata.configuration
+        if not row_tracking.assigns_row_ids(current.protocol, config):
+            return actions
+        mark = row_tracking.high_water_mark(current.domains.values())
+        keeps = row_tracking.enabled(config)
+        return assign_row_ids(actions, current.version + 1, mark, keeps_ids=keeps)[0]
 
     def _view(self, current: Snapshot) -> TxnView:
         """The participant as the checker sees it: its prepared actions, counted as a

@@ -80,26 +80,41 @@ def _old_rows(
         .distinct()
     )
     files = tuple(replace(f, deletion_vector=None) for f in outcome.touched_files)
-    scan = scan_snapshot(ctx.spark, replace(snapshot, files=files), with_row_ids=True)
+    # With lineage (a table tracking rows) the old rows' committed ids and versions too.
+    scan = scan_snapshot(
+        ctx.spark, replace(snapshot, files=files), with_row_ids=True, with_lineage=True
+    )
     on = (scan[quote(file_column)] == ids[quote(id_file)]) & (
         scan[quote(row_column)] == ids[quote(id_row)]
     )
     joined = scan.join(ids, on, "inner")
     return joined.select(
-        *[scan[quote(c)] for c in plan.target_columns], ids[quote(id_kind)].alias(CHANGE_TYPE)
+        *[scan[quote(c)] for c in plan.target_columns],
+        ids[quote(id_kind)].alias(CHANGE_TYPE),
+        *[scan[quote(c)] for c in plan.lineage],
     )
 
 
 def _new_rows(snapshot: Snapshot, plan: MergePlan, rows: DataFrame, table: str) -> list[DataFrame]:
-    """New versions of updated rows (postimages) and inserted rows, cast like the writes."""
+    """New versions of updated rows (postimages) and inserted rows, cast like the writes.
+
+    With lineage, a postimage keeps its row's id and both leave the version NULL (this
+    commit's), as the data files store them; an insert has no id before the commit.
+    """
     out = []
     inserts = plan.indexes(NOT_MATCHED, ("insert",))
     for indexes, change_type in ((_indexes(plan, "update"), POSTIMAGE), (inserts, INSERT)):
         if not indexes:
             continue
+        ids = []
+        if plan.lineage:
+            row_id, version = plan.lineage
+            ids = [F.col(mx.KEPT_ROW_ID).alias(row_id), F.lit(None).cast("long").alias(version)]
         values = rows.filter(F.col(mx.ACTION).isin(indexes)).select(
-            *[F.col(quote(c)) for c in plan.target_columns]
+            *[F.col(quote(c)) for c in plan.target_columns], *ids
         )
-        fitted = conform_to_schema(values, snapshot.schema_json, plan.target_columns, table)
+        fitted = conform_to_schema(
+            values, snapshot.schema_json, plan.target_columns, table, keep=plan.lineage
+        )
         out.append(fitted.withColumn(CHANGE_TYPE, F.lit(change_type)))
     return out

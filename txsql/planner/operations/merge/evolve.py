@@ -6,7 +6,8 @@ Delta's rule (``MERGE WITH SCHEMA EVOLUTION INTO`` or the session conf
 (names compared case-insensitively) is appended to the target schema, nullable, with the
 source's type; old rows read NULL for it. The new schema is one ``metaData`` action in
 the MERGE's own commit, so the rows and the schema change land together or not at all.
-Without evolution (or without a ``*`` clause) the schema never changes.
+Without evolution (or without a ``*`` clause) no column is added. The same switch lets a
+wider source type widen a column (:mod:`txsql.planner.operations.widening`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from txsql.log.actions import Metadata
+from txsql.planner.operations.widening import AUTO_MERGE_CONF, auto_merge
 from txsql.planner.sql.statements import Merge
 
 if TYPE_CHECKING:
@@ -23,21 +25,18 @@ if TYPE_CHECKING:
 
     from txsql.log.snapshot import Snapshot
 
-AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
-
 
 def evolution_enabled(spark: SparkSession, statement: Merge) -> bool:
     """WITH SCHEMA EVOLUTION, or the session's autoMerge conf set to true."""
-    if statement.schema_evolution:
-        return True
-    return str(spark.conf.get(AUTO_MERGE_CONF, "false") or "false").strip().lower() == "true"
+    return statement.schema_evolution or auto_merge(spark)
 
 
 def evolved_metadata(
-    spark: SparkSession, statement: Merge, snapshot: Snapshot, source: DataFrame
+    evolution: bool, statement: Merge, snapshot: Snapshot, source: DataFrame
 ) -> Metadata | None:
-    """The target's metadata with the source's extra columns, or None (no change)."""
-    if not evolution_enabled(spark, statement):
+    """The target's metadata with the source's extra columns, or None (no change or
+    ``evolution`` off: see :func:`evolution_enabled`)."""
+    if not evolution:
         return None
     if not any(c.action in ("update", "insert") and c.values is None for c in statement.clauses):
         return None  # only UPDATE SET * / INSERT * bring source columns along

@@ -53,7 +53,7 @@ from txsql.log.actions import AddFile
 from txsql.planner.context import RunContext
 from txsql.planner.dml.changes import StatementChanges
 from txsql.planner.dml.column_defs import merge_with_defaults
-from txsql.planner.dml.conform import conform_to_schema
+from txsql.planner.dml.conform import ansi_off, conform_to_schema, fit_checked
 from txsql.planner.dml.dv_writes import DeletionOutcome, delete_found_rows
 from txsql.planner.dml.jobs import count_job, counting_jobs
 from txsql.planner.dml.live_rows import without_dvs
@@ -68,7 +68,7 @@ from txsql.planner.operations.merge.check import (
     record_merge_read,
     target_predicate,
 )
-from txsql.planner.operations.merge.evolve import evolved_metadata
+from txsql.planner.operations.merge.evolve import evolution_enabled, evolved_metadata
 from txsql.planner.operations.merge.live import drop_deleted_joined
 from txsql.planner.operations.merge.plan import (
     MATCHED,
@@ -86,6 +86,12 @@ from txsql.planner.operations.merge.summary import (
     check_consistent,
     observe_counts,
     summarize,
+)
+from txsql.planner.operations.widening import (
+    candidates,
+    explained_overflow,
+    merge_sources,
+    widen_columns,
 )
 from txsql.planner.sql.predicates import prune_files
 from txsql.planner.sql.statements import Merge
@@ -113,7 +119,8 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     snapshot = txn.current_snapshot()
     assert snapshot is not None  # existing_log guarantees a committed version
     source, _ = query_dataframe(ctx, statement.source, txn)
-    evolved = evolved_metadata(ctx.spark, statement, snapshot, source)
+    evolution = evolution_enabled(ctx.spark, statement)
+    evolved = evolved_metadata(evolution, statement, snapshot, source)
     note = ""
     if evolved is not None:  # WITH SCHEMA EVOLUTION: new columns commit with the rows
         # ... and so does the feature a new column's type needs (TIMESTAMP_NTZ).
@@ -125,6 +132,12 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
         txn.stage([upgraded, evolved] if note else [evolved])
         snapshot = txn.current_snapshot()
         assert snapshot is not None
+    # A wider source type widens its column when the table and the statement allow it.
+    before = snapshot
+    wider = candidates(snapshot, merge_sources(statement, snapshot, source.schema.fields))
+    if evolution:
+        snapshot, widened = widen_columns(txn, snapshot, wider, target.display)
+        note = "; ".join(n for n in (note, widened) if n)
     columns = [f["name"] for f in snapshot.schema_json["fields"]]
     plan = plan_merge(merge_with_defaults(statement, snapshot.schema_json), columns, source.columns)
     files = list(snapshot.files)
@@ -134,7 +147,12 @@ def run_merge(ctx: RunContext, statement: Merge, text: str) -> Result:
     if lineage:  # an updated row keeps its stable id
         kept = stable_row_id_sql(files, lineage[0], mx.FILE, mx.ROW) or ""
         plan = replace(plan, lineage=lineage, kept_row_id=kept)
-    with counting_jobs() as jobs:
+    if ansi_off(ctx.spark):  # assigned values must fit, ANSI mode or not
+        plan = _fit_checked(plan, snapshot)
+    with (
+        counting_jobs() as jobs,
+        explained_overflow(before, wider, target.display, evolution, text),
+    ):
         done = _execute(ctx, plan, snapshot, files, source, target.display)
     # Changed rows are among the matched ones. An insert-only MERGE never sees target row
     # ids (anti-join): its removed files are judged by the join check instead.
@@ -301,6 +319,18 @@ def _persisted_join(
         counting, observed = observe_counts(plan, rows)
     written += write(counting)
     return summarize(plan, rows, joined, files, observed), rows
+
+
+def _fit_checked(plan: MergePlan, snapshot: Snapshot) -> MergePlan:
+    """Every clause's assigned values checked to fit their columns (see fit_checked)."""
+    fields = {f.name: f for f in spark_schema(snapshot.schema_json).fields}
+    clauses = tuple(
+        c
+        if c.outputs is None
+        else replace(c, outputs={k: fit_checked(v, fields[k]) for k, v in c.outputs.items()})
+        for c in plan.clauses
+    )
+    return replace(plan, clauses=clauses)
 
 
 def _column_types(snapshot: Snapshot) -> dict[str, str]:

@@ -40,7 +40,8 @@ prints "contents match" (or the first difference).
 the floors (the least a deletion-vector plan must do) are timed as often in the same
 session; ``benchmarks/dml_peers.py`` says what each does.
 
-Prints, per operation: rows affected (and txsql's Spark jobs, ``spark_jobs``), wall time,
+Prints, per operation: rows affected (and txsql's Spark jobs, ``spark_jobs``, with the
+median wall time of each Spark action and of the rest: "txsql phases"), wall time,
 bytes and files written for both, the ratios txsql/delta-rs and txsql/plain Spark, and the
 issue's goals (DELETE <= 0.7x delta-rs with < 1 KB written; UPDATE and MERGE <= 1.0x, with
 < 5 % of delta-rs's bytes); for UPDATE and MERGE also the floor's time, floor/plain Spark and
@@ -50,8 +51,10 @@ txsql/floor. No assertions on time.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -140,6 +143,35 @@ def measured(root: str, fn: Callable[[], Any]) -> tuple[float, int, int, Any]:
     seconds = time.perf_counter() - start
     new = {p: n for p, n in listing(root).items() if p not in before}
     return seconds, sum(new.values()), len(new), result
+
+
+class SparkActions(logging.Handler):
+    """Collects the wall time of each Spark action txsql runs (``txsql.jobs`` at DEBUG)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seconds: list[float] = []
+        log = logging.getLogger("txsql.jobs")
+        log.setLevel(logging.DEBUG)
+        log.propagate = False
+        log.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seconds.append(float(record.args[0]))  # type: ignore[arg-type,index]
+
+    def take(self) -> list[float]:
+        taken, self.seconds = self.seconds, []
+        return taken
+
+
+def print_phases(phases: list[tuple[float, list[float]]]) -> None:
+    """Median per Spark action (runs with the same number of actions) and outside them."""
+    if not phases or len({len(p) for _, p in phases}) != 1:
+        return
+    actions = [statistics.median(p[i] for _, p in phases) for i in range(len(phases[0][1]))]
+    outside = statistics.median(total - sum(p) for total, p in phases)
+    shown = " / ".join(f"{a:.2f}" for a in actions)
+    print(f"   txsql phases: Spark actions {shown} s in order, outside them {outside:.2f} s")
 
 
 def data_size(root: str) -> tuple[int, int]:
@@ -309,6 +341,7 @@ def main() -> None:
             *sorted(p for p in listing(ours) if p.endswith(".parquet"))
         ).write.parquet(plain)
         work = Workload(rows, spark)
+        actions = SparkActions()
         floor_out = os.path.join(tmp, "floor_out")
         plain_ops = plain_spark_ops(spark, plain, plain_out, K, work.victim, SOURCE_VIEW)
         floors = floor_ops(spark, plain, floor_out, K, SOURCE_VIEW)
@@ -334,18 +367,22 @@ def main() -> None:
                 "floor": [],
             }
             floor_op = floors[i]
+            phases: list[tuple[float, list[float]]] = []
             for r in range(args.warm + args.repeat):
                 ours_copy, rs_copy = f"{ours}_{i}_{r}", f"{theirs}_{i}_{r}"
                 shutil.copytree(ours, ours_copy)
                 shutil.copytree(theirs, rs_copy)
+                actions.take()
                 results = {
                     "ours": measured(ours_copy, work.txsql_ops(s, ours_copy)[i]),
                     "rs": measured(rs_copy, work.deltalake_ops(rs_copy)[i]),
                     "plain": measured(plain_out, plain_ops[i]),
                 }
+                taken = actions.take()  # only txsql's statement logs its actions
                 if floor_op is not None:
                     results["floor"] = measured(floor_out, floor_op)
                 if r >= args.warm:  # the first runs only warm the JVM at full scale
+                    phases.append((results["ours"][0], taken))
                     for peer, run in results.items():
                         runs[peer].append(run)
             ours, theirs = ours_copy, rs_copy  # the next operation starts from here
@@ -363,6 +400,7 @@ def main() -> None:
                 f"   delta-rs {t_rs:7.2f} s {spread(runs['rs'])}  {fmt_bytes(b_rs):>9} in "
                 f"{f_rs} new files  ({deltalake_affected(r_rs)})"
             )
+            print_phases(phases)
             print(f"   plain Spark {t_plain:5.2f} s {spread(runs['plain'])}")
             print(
                 f"   ratio txsql/delta-rs: time {time_ratio:.2f}x, bytes {100 * bytes_ratio:.3f} %"

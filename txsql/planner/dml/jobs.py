@@ -11,6 +11,8 @@ EXPLAIN. A test checks the figure against Spark's own status tracker; core code 
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ class JobCounter:
     jobs: int = 0
 
 
+LOG = logging.getLogger("txsql.jobs")
 _CURRENT: ContextVar[JobCounter | None] = ContextVar("txsql_job_counter", default=None)
 
 
@@ -44,8 +47,17 @@ def counting_jobs() -> Iterator[JobCounter]:
 
 
 def count_job(action: Callable[[], T], jobs: int = 1) -> T:
-    """Run one Spark action (``jobs`` Spark jobs) and add it to the current counter."""
+    """Run one Spark action (``jobs`` Spark jobs) and add it to the current counter.
+
+    Each action's wall time goes to the ``txsql.jobs`` logger at DEBUG (benchmarks/dml.py
+    prints a statement's phases from it)."""
     counter = _CURRENT.get()
     if counter is not None:
         counter.jobs += jobs
-    return action()
+    if not LOG.isEnabledFor(logging.DEBUG):
+        return action()
+    started = time.perf_counter()
+    try:
+        return action()
+    finally:
+        LOG.debug("spark action took %.3f s", time.perf_counter() - started)

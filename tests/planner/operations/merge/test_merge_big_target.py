@@ -23,6 +23,7 @@ from txsql.errors import (
     ConcurrentDeleteReadError,
     MergeCardinalityError,
 )
+from txsql.planner.operations.merge import execute as mx
 from txsql.planner.operations.merge.execute import SPLIT_ROWS_ENV
 from txsql.planner.operations.merge.small_target import SMALL_TARGET_ROWS_ENV
 
@@ -119,6 +120,42 @@ def test_multi_clause_merge_matches_duckdb_and_readers(
     revived = sum(1 for i in range(0, ROWS, 37) if i % 7 == 0)
     assert m["num_inserted_rows"] == inserted == 60 + revived
     assert m["num_updated_rows"] > 0 and m["num_deleted_rows"] > 0
+
+
+def test_a_source_above_sparks_broadcast_threshold_is_broadcast(
+    s: txsql.Session,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With Spark's own threshold off, a source small next to the target is still broadcast
+    (by the hint) where the join can build on it (the split join's target-to-source inner
+    join): the target is streamed instead of shuffled. Same rows."""
+    joins: list[Any] = []
+    classify = mx.classify
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        joined = classify(*args, **kwargs)
+        joins.append((kwargs.get("broadcast_source"), joined))
+        return joined
+
+    monkeypatch.setattr(mx, "classify", recording)
+    source = _source_rows()
+    _source(spark, source)
+    expected = _duckdb_merge(_table(s), source, [UPSERT])
+    threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        s.sql(UPSERT)
+        [(hinted, joined)] = joins
+        joined.explain()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+    assert hinted is True
+    plan = capsys.readouterr().out
+    assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan
+    assert _table(s) == expected
+    _assert_readers(s, expected)
 
 
 def test_duplicate_match_is_refused_and_leaves_the_table_unchanged(

@@ -7,10 +7,11 @@ Rows that neither match nor get an action are dropped, so what gets persisted is
 the touched target rows, the matched ones and the rows to insert.
 
 Spark jobs (each through :func:`~txsql.planner.dml.jobs.count_job`): :func:`count_rows`
-materializes the persisted source (so Spark sees its real size and broadcasts a small
-one), the new rows are written, and :func:`~txsql.planner.operations.merge.summary.summarize`
-returns counts and per-file bitmaps; the DVs are built from those bitmaps without another
-job.
+materializes the persisted source (so Spark sees its real size; a source too big for
+Spark's broadcast threshold but small next to the target is broadcast by a hint,
+:func:`broadcasts_source`), the new rows are written, and
+:func:`~txsql.planner.operations.merge.summary.summarize` returns counts and per-file
+bitmaps; the DVs are built from those bitmaps without another job.
 
 The join reads every target column once: a narrow join (ON columns, file, row index) plus
 a second read of full rows at the matched positions cost 1.6x the CPU at 5M rows
@@ -55,6 +56,25 @@ KEPT_ROW_ID = f"__txsql_row_id_{_TAG}"  # the stable id an updated target row ke
 SPLIT_ROWS_ENV = "TXSQL_MERGE_SPLIT_MAX_SOURCE_ROWS"
 """Sources with at most this many rows get the split join (see :func:`splits_join`)."""
 _DEFAULT_SPLIT_ROWS = 2_000_000
+BROADCAST_BYTES_ENV = "TXSQL_MERGE_BROADCAST_MAX_SOURCE_BYTES"
+"""Sources estimated at most this many bytes are broadcast (see :func:`broadcasts_source`)."""
+_DEFAULT_BROADCAST_BYTES = 64 << 20
+# Bytes per value by Spark SQL type name, for the estimate of broadcasts_source(); types
+# not listed (strings, binaries, nested values) count as _OTHER_BYTES (Spark's own default
+# size for a string is 20).
+_FIXED_BYTES = {
+    "boolean": 1,
+    "tinyint": 1,
+    "smallint": 2,
+    "int": 4,
+    "date": 4,
+    "float": 4,
+    "bigint": 8,
+    "double": 8,
+    "timestamp": 8,
+    "timestamp_ntz": 8,
+}
+_OTHER_BYTES = 32
 
 
 @contextmanager
@@ -128,6 +148,23 @@ def splits_join(plan: MergePlan, num_source_rows: int) -> bool:
     )
 
 
+def broadcasts_source(num_source_rows: int, source: DataFrame, target_bytes: int) -> bool:
+    """Whether the join broadcasts the (persisted) source whatever Spark's
+    ``autoBroadcastJoinThreshold`` (10 MB by default) says.
+
+    Above that threshold Spark sort-merge joins, shuffling every target row although the
+    source is the small side (benchmarks/README.md, "MERGE at its floor"). So the source
+    is broadcast when its estimated size
+    (rows x a per-type width) is at most :data:`BROADCAST_BYTES_ENV` (default 64 MB: the
+    driver collects it) and below the target files' bytes (otherwise Spark's own choice,
+    maybe broadcasting the target, stands).
+    """
+    limit = int(os.environ.get(BROADCAST_BYTES_ENV, _DEFAULT_BROADCAST_BYTES))
+    width = sum(_FIXED_BYTES.get(f.dataType.simpleString(), _OTHER_BYTES) for f in source.schema)
+    estimate = num_source_rows * (width + 8)  # + 8: Spark's per-row overhead
+    return estimate <= limit and estimate < target_bytes
+
+
 def classify(
     plan: MergePlan,
     target: DataFrame,
@@ -136,6 +173,7 @@ def classify(
     *,
     matched_only: bool = False,
     drop_deleted: Callable[[DataFrame], DataFrame] | None = None,
+    broadcast_source: bool = False,
 ) -> DataFrame:
     """Join and classify; returns ``FILE, ROW, SOURCE_ID, ACTION, MATCHED_FLAG`` and the
     new rows.
@@ -152,6 +190,8 @@ def classify(
             anti-join over the whole target): drops joined rows of deleted target rows,
             after the join. Only for joins whose output keeps nothing of such a row
             (inner or target-preserving left joins, :func:`late_dv_filter`).
+        broadcast_source: Broadcast the source (:func:`broadcasts_source`) where the
+            join can build on it (inner and left joins).
     """
     if plan.join == "insert_only" and not matched_only:
         # Only source rows without any match can act: an anti-join, no target ids needed.
@@ -172,6 +212,8 @@ def classify(
         f"ELSE {_group_case(plan, NOT_MATCHED_BY_SOURCE)} END"
     )
     matched = f"{FILE} IS NOT NULL AND {SOURCE_PRESENT} IS NOT NULL"
+    if broadcast_source and join in ("inner", "left"):  # the right side is the build side
+        src = F.broadcast(src)
     joined = tgt.join(src, on, join)
     if drop_deleted is not None:
         assert join in ("inner", "left"), "deleted rows dropped after a preserving join"

@@ -8,7 +8,8 @@ How a MERGE runs (Delta's semantics; Spark evaluates every expression):
    (rows failing them cannot match anything).
 3. The source is persisted and materialized by one job (which also counts it and keeps
    the conflict check's copy of its ON columns), so Spark plans the join knowing its
-   real size and broadcasts a small source: the target is streamed, never shuffled.
+   real size; a source small next to the target is broadcast (by a hint where Spark's
+   threshold would not): the target is streamed, never shuffled.
    Target joins source; each row gets the first clause of its kind whose condition holds
    and, for UPDATE/INSERT, its new values (:mod:`txsql.planner.operations.merge.execute`). With NOT
    MATCHED clauses and a small source the join is split (target x broadcast source, then
@@ -232,8 +233,15 @@ def _execute(
                         new_files,
                     )
                 else:
+                    target_bytes = sum(f.size for f in files)
                     classified = mx.classify(
-                        plan, target_df, src, types, matched_only=split, drop_deleted=drop_deleted
+                        plan,
+                        target_df,
+                        src,
+                        types,
+                        matched_only=split,
+                        drop_deleted=drop_deleted,
+                        broadcast_source=mx.broadcasts_source(num_source, src, target_bytes),
                     )
                     summary, rows = _persisted_join(
                         stack, plan, classified, src, files, types, split, write, new_files

@@ -19,6 +19,9 @@ from txsql.errors import UnsupportedStorageError
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECAR_DIR = "_sidecars"  # V2 checkpoint sidecar files, under _delta_log
+# Row orders of txsql's sorting compactions (txsql.txn.rowlevel.sort_map), under the table
+# root: hidden from Delta readers and from VACUUM (``_``-prefixed).
+ROW_ORDER_DIR = "_txsql_row_orders"
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CLASSIC_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")

@@ -225,7 +225,7 @@ def test_whole_file_removals_translate_in_both_orders() -> None:
 
 
 def test_build_row_map_ties_each_bin_to_its_task_file() -> None:
-    from txsql.planner.operations.optimize import build_row_map
+    from txsql.planner.operations.compaction_maps import build_row_map
 
     lab = Lab()
     a, b, c = lab.file("a", range(3)), lab.file("b", range(3, 5)), lab.file("c", range(5, 9))

@@ -8,13 +8,11 @@ A bin of one file without a DV is left alone (nothing to gain). Rows deleted by 
 not copied, so rewritten files carry no DV. Every action has ``dataChange=false``: the
 commit is checked under SnapshotIsolation, as in Delta.
 
-Row order: without ZORDER a bin's rows keep their order (file by file, by row index), so
-``preserveInsertionOrder`` is true. ``ZORDER BY (a, b)`` rewrites every file of each
-selected partition as one bin and sorts its rows by a Z-order value: each column's rank
-within the bin is scaled to ``bits`` bits (``percent_rank``) and the bits of all columns
-are interleaved (Morton order), so rows close in every column end up close together; with
-one column the rows are simply sorted by it. A clustered table's OPTIMIZE does the same over
-its clustering columns (``txsql.planner.operations.clustering``).
+Without ZORDER a bin's rows keep their order, so ``preserveInsertionOrder`` is true.
+``ZORDER BY (a, b)`` rewrites every file of each selected partition as one bin and sorts
+its rows by a Z-order value; a clustered table's OPTIMIZE does the same over its clustering
+columns (``txsql.planner.operations.clustering``). The rewrite itself, and the row map that
+lets DML racing it commit too: ``txsql.planner.operations.compaction_write``.
 
 REORG ... APPLY (PURGE) rewrites only files that have a deletion vector.
 """
@@ -24,43 +22,31 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Window
-from pyspark.sql import functions as F
-
-from txsql.engine.names import fresh_names
-from txsql.engine.scan import snapshot_row_ids
-from txsql.engine.schema import quote
-from txsql.engine.write import write_data_files
 from txsql.errors import SchemaError
 from txsql.log import clustering, features
 from txsql.log.actions import AddFile
 from txsql.log.predicates import TRUE, Predicate, has_opaque, referenced_columns
 from txsql.log.snapshot import Snapshot
 from txsql.planner.context import RunContext
-from txsql.planner.dml.rewrite import commit_result, lineage_columns, scan_files, size_summary
+from txsql.planner.dml.rewrite import commit_result, size_summary
 from txsql.planner.metrics import OptimizeMetrics
 from txsql.planner.operations.clustering import clustering_bins, clustering_order, rows_per_file
+from txsql.planner.operations.compaction_write import rewrite_bins, row_map_of
 from txsql.planner.sql.command_statements import OptimizeTable
 from txsql.planner.sql.predicates import files_in_partitions, predicate_sql, to_predicate
 from txsql.result import Result
-from txsql.txn.readset import norm_path
-from txsql.txn.rowlevel.row_map import ROW_MAP_PARAM, OutputBin, RowMap, Source, encode_row_map
+from txsql.txn.rowlevel.compaction_races import can_write_dvs
+from txsql.txn.rowlevel.row_map import ROW_MAP_PARAM, RowMap, encode_row_map
 from txsql.txn.rowlevel.state import num_records
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    pass
 
 DEFAULT_TARGET_SIZE = 128 * 1024 * 1024
 TARGET_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-_BIN = "_txsql_bin"
-_ORDER = "_txsql_order"
-_Z = "_txsql_z"
-# Spark names a task's output file part-<task number>-...; bin i is written by task i.
-_PART = re.compile(r"(?:^|/)part-(\d+)-[^/]*$")
 
 RESULT_SCHEMA = (
     "path STRING, metrics STRUCT<numFilesAdded: BIGINT, numFilesRemoved: BIGINT, "
@@ -109,18 +95,24 @@ def run_optimize(ctx: RunContext, statement: OptimizeTable, text: str) -> Result
     if bins:
         txn.record_scan(predicate, rewritten)
         provider = clustering.PROVIDER if cluster_by else None
-        if statement.one_task:
-            written = [
-                _rewrite(ctx, snapshot, [b], zorder, per_file, provider, one_task=True)
-                for b in bins
-            ]
-            adds = [a for bin_adds in written for a in bin_adds]
-            maps = [build_row_map([b], a) for b, a in zip(bins, written)]
-            if not zorder and all(m is not None for m in maps):
-                row_map = RowMap(tuple(o for m in maps if m is not None for o in m.bins))
-        else:
-            adds = _rewrite(ctx, snapshot, bins, zorder, per_file, provider)
-            row_map = None if zorder else build_row_map(bins, adds)
+        # A sort's row map costs a second (narrow) query: only where DML can use it.
+        ordered = bool(zorder) and can_write_dvs(snapshot.protocol, snapshot.metadata)
+        groups = [[b] for b in bins] if statement.one_task else [bins]
+        written = [
+            rewrite_bins(
+                ctx,
+                snapshot,
+                group,
+                zorder,
+                per_file,
+                provider,
+                one_task=statement.one_task,
+                ordered=ordered,
+            )
+            for group in groups
+        ]
+        adds = [a for group_adds, _ in written for a in group_adds]
+        row_map = row_map_of(log.store.fs, snapshot, groups, written, sorting=bool(zorder))
         txn.stage([f.to_remove(data_change=False) for f in rewritten])
         txn.stage(adds)
     described = predicate_sql(statement.where, snapshot.schema_json) if statement.where else None
@@ -233,141 +225,6 @@ def plan_bins(
             bins.append(current)
     # A lone file without a DV would be rewritten as itself: skip it (not for REORG).
     return [b for b in bins if zorder or len(b) > 1 or b[0].deletion_vector is not None]
-
-
-def _rewrite(
-    ctx: RunContext,
-    snapshot: Snapshot,
-    bins: list[list[AddFile]],
-    zorder: tuple[str, ...],
-    per_file: int | None = None,
-    provider: str | None = None,
-    *,
-    one_task: bool = False,
-) -> list[AddFile]:
-    """Write each bin's live rows as one file (Spark groups rows by bin in one job), or as
-    files of ``per_file`` rows; new files carry ``provider`` as their clustering provider.
-    With ``one_task`` (a single bin) one task reads and writes it, with no shuffle: idle
-    maintenance's one task slot."""
-
-    files = [f for b in bins for f in b]
-    table_columns = [f["name"] for f in snapshot.schema_json["fields"]]
-    file_column, row_column = snapshot_row_ids(snapshot)
-    # Helper names fresh against the table's columns: a user column "_txsql_bin" survives.
-    bin_key, order, z = fresh_names([_BIN, _ORDER, _Z], [*table_columns, file_column, row_column])
-    rows = scan_files(ctx.spark, snapshot, files, with_row_ids=True, with_lineage=True)
-    if one_task:
-        # One task reads the bin's files in turn (a single partition also satisfies the
-        # rank windows' distribution, so nothing shuffles). File order from a map literal:
-        # a broadcast join's collect would be a second job of several tasks.
-        positions = F.create_map(*[F.lit(x) for j, f in enumerate(files) for x in (f.path, j)])
-        file_order = F.element_at(positions, F.col(quote(file_column)))
-        rows = rows.withColumns({bin_key: F.lit(0), order: file_order}).coalesce(1)
-    else:
-        keys = _bin_keys(ctx, len(bins))
-        mapping = [(f.path, keys[i], j) for i, b in enumerate(bins) for j, f in enumerate(b)]
-        bin_df = ctx.spark.createDataFrame(
-            mapping, f"{quote(file_column)} STRING, {bin_key} BIGINT, {order} INT"
-        )
-        rows = rows.join(F.broadcast(bin_df), file_column)
-        rows = rows.repartition(len(bins), bin_key)
-    parts = [F.col(quote(c)) for c in snapshot.partition_columns]
-    if len(zorder) == 1:  # one column: its own order is the curve
-        rows = rows.sortWithinPartitions(*parts, bin_key, F.col(quote(zorder[0])))
-    elif zorder:
-        buckets = fresh_names([f"{_Z}_{i}" for i in range(len(zorder))], rows.columns)
-        rows = rows.withColumns(dict(zip(buckets, rank_buckets(zorder, bin_key))))
-        rows = rows.withColumn(z, interleaved(buckets))
-        rows = rows.sortWithinPartitions(*parts, bin_key, z)
-    else:
-        rows = rows.sortWithinPartitions(*parts, bin_key, order, F.col(quote(row_column)))
-    # Copied rows keep their stable ids and commit versions (row tracking).
-    rows = rows.select(*[F.col(quote(c)) for c in table_columns + lineage_columns(snapshot)])
-    # Copies of committed rows: the column rules held when they were written.
-    adds = write_data_files(
-        ctx.spark,
-        rows,
-        snapshot.table_root,
-        snapshot.metadata,
-        max_records_per_file=per_file,
-        enforce=False,
-        protocol=snapshot.protocol,
-    )
-    return [replace(a, data_change=False, clustering_provider=provider) for a in adds]
-
-
-def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
-    """The row map of a bin-packing rewrite, or None if the output cannot be tied to it.
-
-    Each bin is written by its own task (``_bin_keys``) in source order, so task ``i``'s
-    file holds bin ``i``'s live rows in order. The map is only recorded when every file is
-    accounted for: one file per bin at most, with exactly the bin's live row count.
-    """
-    by_task: dict[int, AddFile] = {}
-    for add in adds:
-        m = _PART.search(norm_path(add.path))
-        if m is None or int(m.group(1)) in by_task:
-            return None
-        by_task[int(m.group(1))] = add
-    if not set(by_task) <= set(range(len(bins))):
-        return None
-    out = []
-    for i, b in enumerate(bins):
-        sources = []
-        for f in b:
-            rows = num_records(f.stats)
-            if rows is None:
-                return None
-            sources.append(Source(norm_path(f.path), rows, f.deletion_vector))
-        live = sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in sources)
-        output = by_task.get(i)
-        written = num_records(output.stats) if output is not None else 0
-        if written != live:
-            return None
-        out.append(OutputBin(norm_path(output.path) if output else None, tuple(sources)))
-    return RowMap(tuple(out))
-
-
-def _bin_keys(ctx: RunContext, n: int) -> list[int]:
-    """One key per bin such that ``repartition(n, key)`` sends bin ``i`` to task ``i``.
-
-    Spark's hash partitioning puts a row in ``pmod(hash(key), n)`` (Murmur3, as the SQL
-    ``hash`` function); picking keys by that formula gives every bin its own task, so each
-    bin becomes exactly one file (plain bin numbers would collide and merge bins).
-    """
-
-    part = F.expr(f"pmod(hash(id), {n})").alias("part")
-    found: dict[int, int] = {}
-    for row in ctx.spark.range(0, 64 * n).select("id", part).collect():
-        found.setdefault(int(row["part"]), int(row["id"]))
-    return [found.get(i, i) for i in range(n)]
-
-
-def rank_buckets(columns: tuple[str, ...], group: str) -> list[Column]:
-    """Each column's rank within ``group`` scaled to the bits it gets in the Z-order key."""
-    bits = _bits(columns)
-    scale = float((1 << bits) - 1)
-    return [
-        F.floor(
-            F.percent_rank().over(Window.partitionBy(group).orderBy(F.col(f"`{c}`"))) * scale
-        ).cast("long")
-        for c in columns
-    ]
-
-
-def interleaved(buckets: list[str]) -> Column:
-    """A Morton (Z-order) key: the bits of the bucket columns interleaved. The buckets are
-    columns computed once: an expression per bit would repeat each rank window 16 times."""
-    z: Column = F.lit(0).cast("long")
-    for b in range(_bits(tuple(buckets))):
-        for i, bucket in enumerate(buckets):
-            shifted = F.shiftright(F.col(f"`{bucket}`"), b).bitwiseAND(F.lit(1))
-            z = z.bitwiseOR(F.shiftleft(shifted, b * len(buckets) + i))
-    return z
-
-
-def _bits(columns: tuple[str, ...]) -> int:
-    return max(1, min(16, 62 // len(columns)))
 
 
 def _check_full(statement: OptimizeTable, cluster_by: tuple[str, ...]) -> None:

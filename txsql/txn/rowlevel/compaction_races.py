@@ -1,13 +1,14 @@
 """Compaction and DML both commit: row positions translated through a compaction's row map.
 
-txsql's OPTIMIZE / REORG ... PURGE (without ZORDER) writes each bin as one output file by
+txsql's bin-packing OPTIMIZE / REORG ... PURGE writes each bin as one output file by
 concatenating its source files in a recorded order, skipping the rows their deletion
 vectors delete. So the output position of every surviving source row is recomputable from
 the list of (source path, physical row count, source DV) per output file: the *row map*,
 stored in the commit's ``operationParameters`` under :data:`ROW_MAP_PARAM` (Delta readers
-ignore unknown parameters). The source DV recorded there is the *layout* DV, the one the
-rows were copied under; it stays the reference for positions even when the compaction later
-carries a concurrent DML's deletions (as DVs on its outputs).
+ignore unknown parameters). A sorting compaction (ZORDER, clustering) also records the
+rows' order in a file (:mod:`txsql.txn.rowlevel.sort_map`). The source DV recorded there is
+the *layout* DV, the one the rows were copied under; it stays the reference for positions
+even when the compaction later carries a concurrent DML's deletions (as DVs on its outputs).
 
 Two races become non-conflicts:
 
@@ -16,9 +17,10 @@ Two races become non-conflicts:
 * a compaction that lost to a DML re-marks the DML's newly deleted source rows with DVs on
   its own outputs (:func:`plan_carry`).
 
-Anything that cannot be translated exactly (no map: ZORDER or a foreign engine; a DV that
-shrank; a winner that started from a DV we do not know) returns ``None`` and the caller's
-file-level rules raise the usual conflict.
+Anything that cannot be translated exactly (no map: a foreign engine, a table without
+deletion vectors; an unreadable row order; a DV that shrank; a winner that started from a
+DV we do not know) returns ``None`` and the caller's file-level rules raise the usual
+conflict.
 """
 
 from __future__ import annotations
@@ -34,7 +36,15 @@ from txsql.log.actions import Action, AddFile, Metadata, Protocol, RemoveFile
 from txsql.txn.isolation import changes_no_data
 from txsql.txn.readset import ReadSet, norm_path
 from txsql.txn.rowlevel.rebase import Carry, DmlTranslation
-from txsql.txn.rowlevel.row_map import RowMap, UntranslatableError, decode_row_map, translate
+from txsql.txn.rowlevel.row_map import (
+    RowMap,
+    UntranslatableError,
+    decode_row_map,
+    live_rows,
+    output_counts,
+    translate,
+)
+from txsql.txn.rowlevel.sort_map import load_order, translate_sorted
 from txsql.txn.rowlevel.state import RowLevelState, num_records
 from txsql.txn.winner import WinningCommit
 
@@ -74,11 +84,28 @@ def _counts_agree(row_map: RowMap, winner: WinningCommit) -> bool:
             logged = num_records(winner.removes[s.path].stats)
             if logged is not None and logged != s.rows:
                 return False
-        if b.path is not None:
-            live = sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in b.sources)
-            if num_records(winner.adds[b.path].stats) != live:
+        outputs = output_counts(b)
+        if outputs and sum(n or 0 for _, n in outputs) not in (0, live_rows(b.sources)):
+            return False
+        for path, n in outputs:
+            if num_records(winner.adds[path].stats) != (live_rows(b.sources) if n is None else n):
                 return False
     return True
+
+
+def _translate(
+    row_map: RowMap, rows: Mapping[str, BitMap64], state: RowLevelState
+) -> dict[str, BitMap64]:
+    """Source rows -> output rows by the map's kind (raises UntranslatableError)."""
+    layout = layout_bitmaps(row_map, state)
+    if row_map.order_file is None:
+        return translate(row_map, rows, layout)
+    if not any(rows.values()):
+        return {}
+    orders = load_order(row_map, state.table_root, state.fs)
+    if orders is None:
+        raise UntranslatableError(f"row order {row_map.order_file} is unreadable")
+    return translate_sorted(row_map, orders, rows, layout)
 
 
 def own_row_map(parameters: Mapping[str, Any], actions: Sequence[Action]) -> RowMap | None:
@@ -133,16 +160,16 @@ def plan_dml_translation(
                 unknown_sources.add(path)
     if not touched:
         return DmlTranslation(frozenset(), {}, {}, frozenset(), dict(winner.adds))
-    layout = layout_bitmaps(row_map, state)
     try:
-        deletes = translate(row_map, ours, layout)
-        read_rows = translate(row_map, read, layout)
+        deletes = _translate(row_map, ours, state)
+        read_rows = _translate(row_map, read, state)
     except UntranslatableError:
         return None
     unknown = {
-        b.path
+        path
         for b in row_map.bins
-        if b.path is not None and any(s.path in unknown_sources for s in b.sources)
+        if any(s.path in unknown_sources for s in b.sources)
+        for path, _ in output_counts(b)
     }
     return DmlTranslation(frozenset(touched), deletes, read_rows, frozenset(unknown), winner.adds)
 
@@ -183,7 +210,7 @@ def plan_carry(
             sources[path] = readd.to_remove(data_change=False)
         newly[path] = after - before
     try:
-        deletes = translate(row_map, newly, layout_bitmaps(row_map, state))
+        deletes = _translate(row_map, newly, state)
     except UntranslatableError:
         return None
     return Carry(sources, deletes)

@@ -1,10 +1,15 @@
 """A compaction's row map: where each surviving source row lands in the output files.
 
-txsql's OPTIMIZE / REORG ... PURGE (without ZORDER) writes each bin as one output file by
+txsql's bin-packing OPTIMIZE / REORG ... PURGE writes each bin as one output file by
 concatenating its source files in order, skipping the rows their deletion vectors delete.
 So every surviving row's output position follows from (source path, physical row count,
 layout DV) per output file, stored as JSON in the commit's ``operationParameters`` under
-:data:`ROW_MAP_PARAM` (Delta readers ignore unknown parameters). Pure data, no I/O.
+:data:`ROW_MAP_PARAM` (Delta readers ignore unknown parameters): format 1.
+
+A sorting rewrite (ZORDER, clustering) puts a bin's rows in an order no arithmetic gives:
+format 2 keeps, per bin, its output files in order with their row counts
+(:class:`SortedBin`), and the rows' order in a sidecar file named by ``RowMap.order_file``
+(:mod:`txsql.txn.rowlevel.sort_map`). Pure data, no I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from txsql.txn.readset import norm_path
 
 ROW_MAP_PARAM = "txsqlRowMap"
 _FORMAT = 1
+_SORTED_FORMAT = 2
 
 
 class UntranslatableError(ValueError):
@@ -51,8 +57,21 @@ class OutputBin:
 
 
 @dataclass(frozen=True)
+class SortedBin:
+    """One bin of a sorting rewrite: its output files in row order, each with its row
+    count (none when every source row was deleted), and its sources."""
+
+    outputs: tuple[tuple[str, int], ...]
+    sources: tuple[Source, ...]
+
+
+@dataclass(frozen=True)
 class RowMap:
-    bins: tuple[OutputBin, ...]
+    """``bins`` are all :class:`OutputBin` (format 1) or all :class:`SortedBin` with the
+    rows' order in ``order_file`` (a path relative to the table root; format 2)."""
+
+    bins: tuple[OutputBin | SortedBin, ...]
+    order_file: str | None = None
 
     @property
     def source_paths(self) -> set[str]:
@@ -60,14 +79,26 @@ class RowMap:
 
     @property
     def output_paths(self) -> set[str]:
-        return {b.path for b in self.bins if b.path is not None}
+        return {path for b in self.bins for path, _ in output_counts(b)}
+
+
+def output_counts(b: OutputBin | SortedBin) -> list[tuple[str, int | None]]:
+    """A bin's output files with their row counts (None: the live rows of its sources)."""
+    if isinstance(b, SortedBin):
+        return list(b.outputs)
+    return [] if b.path is None else [(b.path, None)]
+
+
+def live_rows(sources: tuple[Source, ...]) -> int:
+    """Rows the rewrite copied: physical rows minus those the layout DVs skip."""
+    return sum(s.rows - (s.layout_dv.cardinality if s.layout_dv else 0) for s in sources)
 
 
 def encode_row_map(row_map: RowMap) -> str:
     """The JSON text stored in ``operationParameters`` (compact: one entry per file)."""
     bins = [
         {
-            "out": b.path,
+            "out": [list(o) for o in b.outputs] if isinstance(b, SortedBin) else b.path,
             "src": [
                 {"p": s.path, "n": s.rows, "dv": s.layout_dv.to_json() if s.layout_dv else None}
                 for s in b.sources
@@ -75,7 +106,10 @@ def encode_row_map(row_map: RowMap) -> str:
         }
         for b in row_map.bins
     ]
-    return json.dumps({"v": _FORMAT, "bins": bins}, separators=(",", ":"))
+    if row_map.order_file is None:
+        return json.dumps({"v": _FORMAT, "bins": bins}, separators=(",", ":"))
+    text = {"v": _SORTED_FORMAT, "order": row_map.order_file, "bins": bins}
+    return json.dumps(text, separators=(",", ":"))
 
 
 def decode_row_map(parameters: Mapping[str, Any] | None) -> RowMap | None:
@@ -85,25 +119,29 @@ def decode_row_map(parameters: Mapping[str, Any] | None) -> RowMap | None:
         return None
     try:
         obj = json.loads(text)
-        if obj.get("v") != _FORMAT:
-            return None
-        bins = tuple(
-            OutputBin(
-                norm_path(b["out"]) if b["out"] is not None else None,
-                tuple(
-                    Source(
-                        norm_path(s["p"]),
-                        int(s["n"]),
-                        DeletionVectorDescriptor.from_json(s["dv"]) if s["dv"] else None,
-                    )
-                    for s in b["src"]
-                ),
+        sources = [
+            tuple(
+                Source(
+                    norm_path(s["p"]),
+                    int(s["n"]),
+                    DeletionVectorDescriptor.from_json(s["dv"]) if s["dv"] else None,
+                )
+                for s in b["src"]
             )
             for b in obj["bins"]
-        )
+        ]
+        if obj.get("v") == _SORTED_FORMAT:
+            order = obj["order"]
+            if not isinstance(order, str):
+                return None
+            outputs = [tuple((norm_path(p), int(n)) for p, n in b["out"]) for b in obj["bins"]]
+            return RowMap(tuple(SortedBin(o, s) for o, s in zip(outputs, sources)), order)
+        if obj.get("v") != _FORMAT:
+            return None
+        outs = [norm_path(b["out"]) if b["out"] is not None else None for b in obj["bins"]]
+        return RowMap(tuple(OutputBin(o, s) for o, s in zip(outs, sources)))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return RowMap(bins)
 
 
 def translate(
@@ -121,6 +159,7 @@ def translate(
     """
     out: dict[str, BitMap64] = {}
     for b in row_map.bins:
+        assert isinstance(b, OutputBin), "a sorted map translates through sort_map"
         offset = 0
         for s in b.sources:
             skipped = layout.get(s.path, BitMap64())

@@ -120,7 +120,7 @@ def test_classic_policy_writes_a_classic_name_with_checkpoint_metadata(tmp_path:
     assert [m["version"] for m in table.column("checkpointMetadata").to_pylist() if m] == [1]
 
 
-def test_cleanup_deletes_only_old_unreferenced_sidecars(tmp_path: Path) -> None:
+def test_cleanup_deletes_old_unreferenced_sidecars_and_row_orders(tmp_path: Path) -> None:
     store = LogStore(str(tmp_path), LocalFileIO())
     snapshot = _table(store, files=6)
     write_v2_checkpoint(store, snapshot, sidecar_min_file_actions=1)
@@ -128,9 +128,15 @@ def test_cleanup_deletes_only_old_unreferenced_sidecars(tmp_path: Path) -> None:
     used = {p.name for p in sidecars.iterdir()}
     (sidecars / "orphan-old.parquet").write_bytes(b"x")
     (sidecars / "orphan-new.parquet").write_bytes(b"x")
+    orders = tmp_path / "_txsql_row_orders"  # a sorting compaction's row orders
+    orders.mkdir()
+    (orders / "old.bin").write_bytes(b"x")
+    (orders / "new.bin").write_bytes(b"x")
     cleanup_ms = int((sidecars / "orphan-new.parquet").stat().st_mtime * 1000) + 31 * DAY_MS
     young_s, old_s = (cleanup_ms - 60_000) / 1000, (cleanup_ms - 31 * DAY_MS) / 1000
     os.utime(sidecars / "orphan-new.parquet", (young_s, young_s))
+    os.utime(orders / "new.bin", (young_s, young_s))
+    os.utime(orders / "old.bin", (old_s, old_s))
     # cleanup only runs past an expired checkpoint: every other file is 31 days old
     for p in (tmp_path / "_delta_log").rglob("*"):
         if p.is_file() and p.name != "orphan-new.parquet":
@@ -138,5 +144,7 @@ def test_cleanup_deletes_only_old_unreferenced_sidecars(tmp_path: Path) -> None:
     deleted = cleanup_expired_logs(DeltaLog(store), now_ms=cleanup_ms)
     assert "_sidecars/orphan-old.parquet" in deleted
     assert {p.name for p in sidecars.iterdir()} == used | {"orphan-new.parquet"}
+    assert "_txsql_row_orders/old.bin" in deleted
+    assert [p.name for p in orders.iterdir()] == ["new.bin"]
     back = load_snapshot(store, find_segment(store))
     assert _by_path(back) == _by_path(snapshot)

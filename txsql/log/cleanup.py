@@ -5,12 +5,14 @@ After a checkpoint, commit and checkpoint files older than ``delta.logRetentionD
 older than the cutoff*: every version from that checkpoint on stays rebuildable, and the
 table is never left without a starting point. Timestamps are the commit files' adjusted
 modification times (strictly increasing, like Delta), so what is deleted is always a
-prefix of the log. ``delta.enableExpiredLogCleanup = false`` turns cleanup off. Time
+prefix of the log. Row orders of txsql's sorting compactions (``_txsql_row_orders/``) go
+once older than the same cutoff. ``delta.enableExpiredLogCleanup = false`` turns cleanup off. Time
 travel to a deleted version then raises :class:`~txsql.errors.VersionNotFoundError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -24,7 +26,7 @@ from txsql.log.deltalog import DeltaLog
 from txsql.log.history import monotonic_timestamps
 from txsql.log.segment import CheckpointRef, find_segment, list_log
 from txsql.storage.logstore import LogStore
-from txsql.storage.paths import SIDECAR_DIR, classify_log_file
+from txsql.storage.paths import ROW_ORDER_DIR, SIDECAR_DIR, classify_log_file
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +86,20 @@ def cleanup_expired_logs(log: DeltaLog, now_ms: int | None = None) -> list[str]:
         except FileNotFoundError:
             continue
         deleted.append(name)
-    return deleted + _delete_orphan_sidecars(store, now_ms)
+    return deleted + _delete_orphan_sidecars(store, now_ms) + _delete_old_row_orders(store, cutoff)
+
+
+def _delete_old_row_orders(store: LogStore, cutoff_ms: int) -> list[str]:
+    """Delete the row orders of txsql's sorting compactions older than the log retention:
+    only a transaction racing its compaction reads one, and none lives that long."""
+    directory = f"{store.root}/{ROW_ORDER_DIR}"
+    deleted = []
+    for status in store.fs.list_dir(directory):
+        if status.modification_time < cutoff_ms:
+            with contextlib.suppress(FileNotFoundError):
+                store.fs.delete(f"{directory}/{status.name}")
+                deleted.append(f"{ROW_ORDER_DIR}/{status.name}")
+    return deleted
 
 
 def _delete_orphan_sidecars(store: LogStore, now_ms: int) -> list[str]:

@@ -226,6 +226,7 @@ def test_whole_file_removals_translate_in_both_orders() -> None:
 
 def test_build_row_map_ties_each_bin_to_its_task_file() -> None:
     from txsql.planner.operations.compaction_maps import build_row_map
+    from txsql.txn.rowlevel.row_map import OutputBin
 
     lab = Lab()
     a, b, c = lab.file("a", range(3)), lab.file("b", range(3, 5)), lab.file("c", range(5, 9))
@@ -235,7 +236,10 @@ def test_build_row_map_ties_each_bin_to_its_task_file() -> None:
     second = lab.file("p=x/part-00001-u.c000", range(4))
     row_map = build_row_map([[dv, b], [c]], [second, first])
     assert row_map is not None
-    assert [bin.path for bin in row_map.bins] == [first.path, second.path]
+    assert [bin.path for bin in row_map.bins if isinstance(bin, OutputBin)] == [
+        first.path,
+        second.path,
+    ]
     assert [s.path for s in row_map.bins[0].sources] == ["a.parquet", "b.parquet"]
     assert row_map.bins[0].sources[0].layout_dv == dv.deletion_vector
     short = lab.file("p=x/part-00001-u.c000", range(3))

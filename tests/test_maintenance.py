@@ -207,6 +207,33 @@ def test_steps_use_one_task_slot(spark: SparkSession, tmp_path: Path) -> None:
     assert len(s.table("t").snapshot().files) < 12
 
 
+def test_clustering_step_records_a_row_order_a_racing_dml_uses(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """On a clustered table the compaction step sorts bin after bin (one task each) and
+    still records one row order, so a DML that began before it commits after it."""
+    s = txsql.Session(spark, str(tmp_path / "wh"))
+    s.sql("CREATE TABLE t (id BIGINT, v INT) CLUSTER BY (v)")
+    for i in range(3):
+        s.sql(f"INSERT INTO t SELECT id + {i * 100}, CAST(id % 7 AS INT) FROM range(100)")
+    dml = s.begin()
+    dml.sql("UPDATE t SET v = v + 100 WHERE id % 10 = 3")
+    ctx = _step_context(s)
+    try:
+        compact_small_files(ctx, TableRef(name="t"))
+    finally:
+        ctx.end_statement()
+    info = next(
+        a for a in s.table("t").log.read_commit(s.table("t").version()) if isinstance(a, CommitInfo)
+    )
+    assert json.loads((info.operation_parameters or {})["txsqlRowMap"])["v"] == 2
+    dml.commit()
+    expected = sorted((i, i % 100 % 7 + (100 if i % 10 == 3 else 0)) for i in range(300))
+    t = s.table("t")
+    assert sorted(tuple(r) for r in s.sql("SELECT id, v FROM t").df.collect()) == expected
+    assert duckdb_rows(t.location, t.version(), "id, v") == expected
+
+
 def test_checkpoint_step_writes_a_missing_one(spark: SparkSession, tmp_path: Path) -> None:
     s = txsql.Session(spark, str(tmp_path / "wh"))
     s.sql("CREATE TABLE t (id INT, v INT) TBLPROPERTIES ('delta.checkpointInterval' = '1000')")

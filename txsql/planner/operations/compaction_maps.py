@@ -64,44 +64,46 @@ def _task_files(adds: list[AddFile]) -> dict[int, list[AddFile]] | None:
     return by_task
 
 
-def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
-    """The row map of a bin-packing rewrite (one file per bin at most), or None."""
+Outputs = list[tuple[str, int]]
+
+
+def _bins_written(
+    bins: list[list[AddFile]], adds: list[AddFile]
+) -> list[tuple[tuple[Source, ...], Outputs]] | None:
+    """Each bin's sources and the files its task wrote, in order, with their row counts;
+    None unless every file is a bin's and each bin's files hold exactly its live rows."""
     sources = bin_sources(bins)
     by_task = _task_files(adds)
     if sources is None or by_task is None or not set(by_task) <= set(range(len(bins))):
         return None
     out = []
     for i, bin_sources_ in enumerate(sources):
-        files = by_task.get(i, [])
-        if len(files) > 1:
+        counts = [(norm_path(a.path), num_records(a.stats)) for a in by_task.get(i, [])]
+        outputs = [(path, n) for path, n in counts if n is not None]
+        if len(outputs) < len(counts) or sum(n for _, n in outputs) != live_rows(bin_sources_):
             return None
-        written = num_records(files[0].stats) if files else 0
-        if written != live_rows(bin_sources_):
-            return None
-        out.append(OutputBin(norm_path(files[0].path) if files else None, bin_sources_))
-    return RowMap(tuple(out))
+        out.append((bin_sources_, outputs))
+    return out
+
+
+def build_row_map(bins: list[list[AddFile]], adds: list[AddFile]) -> RowMap | None:
+    """The row map of a bin-packing rewrite (one file per bin at most), or None."""
+    written = _bins_written(bins, adds)
+    if written is None or any(len(outputs) > 1 for _, outputs in written):
+        return None
+    return RowMap(
+        tuple(OutputBin(outputs[0][0] if outputs else None, src) for src, outputs in written)
+    )
 
 
 def build_sorted_map(
     bins: list[list[AddFile]], adds: list[AddFile], order_file: str
 ) -> RowMap | None:
     """The row map of a sorting rewrite whose order goes to ``order_file``, or None."""
-    sources = bin_sources(bins)
-    by_task = _task_files(adds)
-    if sources is None or by_task is None or not set(by_task) <= set(range(len(bins))):
+    written = _bins_written(bins, adds)
+    if written is None:
         return None
-    out = []
-    for i, bin_sources_ in enumerate(sources):
-        outputs = []
-        for add in by_task.get(i, []):
-            count = num_records(add.stats)
-            if count is None:
-                return None
-            outputs.append((norm_path(add.path), count))
-        if sum(n for _, n in outputs) != live_rows(bin_sources_):
-            return None
-        out.append(SortedBin(tuple(outputs), bin_sources_))
-    return RowMap(tuple(out), order_file)
+    return RowMap(tuple(SortedBin(tuple(out), src) for src, out in written), order_file)
 
 
 def bin_orders(

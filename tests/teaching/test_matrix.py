@@ -11,15 +11,15 @@ Each cell: our statement begins and runs, theirs runs and commits, ours commits
    (DELETE, a deletion-vector bit), step 6: ``DR`` (ConcurrentDeleteRead). Different rows
    of one file, or one partition, do not conflict: the DV bitmaps are disjoint and the
    winner's new rows miss our predicate.
-3. A DML that loses to OPTIMIZE or REORG is translated through the compaction's row map
-   and commits; a compaction that loses to a DML carries the DML's deleted rows onto its
-   outputs and commits. ZORDER BY writes no row map (rows are re-sorted), so on either
-   side it falls back to the file rule: it removed/read the other's file, ``DR``.
+3. A DML that loses to OPTIMIZE, REORG or ZORDER BY is translated through the compaction's
+   row map (for ZORDER BY, the order it sorted the rows in) and commits; a compaction that
+   loses to a DML carries the DML's deleted rows onto its outputs and commits.
 4. Two compactions of the same file: the later one read a file the winner removed, ``DR``
    (no map composes two rewrites).
 5. Partitioned, different partitions: a DML in p=2 does not touch file A (p=1), which is
    all that OPTIMIZE and REORG rewrite there (file B, alone and without a DV, is left
-   alone), so compactions and DMLs meet only under ZORDER BY, which rewrites every file.
+   alone), so compactions and DMLs meet only under ZORDER BY, which rewrites every file
+   and commits beside them by rule 3.
 
 Isolation level: the two levels differ only in whether a winner's blind append is checked
 against our reads (WriteSerializable skips it; compactions commit at SnapshotIsolation on
@@ -34,6 +34,8 @@ Where txsql differs from Databricks' documented table:
 - DML vs DML, different rows of one partition: txsql commits (Databricks partitions have
   no row-level concurrency). Serializable: the rows are disjoint, both orders agree.
 - DML vs INSERT under Serializable: txsql commits (above).
+- DML vs ZORDER BY, either side first: txsql commits both (rule 3; Databricks documents
+  "can conflict"). Compaction changes no rows, so both serial orders are the DML's result.
 - OPTIMIZE/REORG vs OPTIMIZE/REORG: txsql aborts the later one (Databricks documents
   "cannot conflict"): stricter, so trivially serializable.
 
@@ -58,31 +60,31 @@ COLUMNS = ("INSERT", "UPDATE", "DELETE", "MERGE", "OPTIMIZE", "ZORDER", "REORG")
 
 SAME_ROW = """
 INSERT   ✔ ✔  ✔  ✔  ✔  ✔  ✔
-UPDATE   ✔ A  DR A  ✔  DR ✔
-DELETE   ✔ A  DR A  ✔  DR ✔
-MERGE    ✔ A  DR A  ✔  DR ✔
+UPDATE   ✔ A  DR A  ✔  ✔  ✔
+DELETE   ✔ A  DR A  ✔  ✔  ✔
+MERGE    ✔ A  DR A  ✔  ✔  ✔
 OPTIMIZE ✔ ✔  ✔  ✔  DR DR DR
-ZORDER   ✔ DR DR DR DR DR DR
+ZORDER   ✔ ✔  ✔  ✔  DR DR DR
 REORG    ✔ ✔  ✔  ✔  DR DR DR
 """
 # Different rows of file A: rule 2, DMLs no longer meet; the rest as above.
 DIFFERENT_ROWS = """
 INSERT   ✔ ✔  ✔  ✔  ✔  ✔  ✔
-UPDATE   ✔ ✔  ✔  ✔  ✔  DR ✔
-DELETE   ✔ ✔  ✔  ✔  ✔  DR ✔
-MERGE    ✔ ✔  ✔  ✔  ✔  DR ✔
+UPDATE   ✔ ✔  ✔  ✔  ✔  ✔  ✔
+DELETE   ✔ ✔  ✔  ✔  ✔  ✔  ✔
+MERGE    ✔ ✔  ✔  ✔  ✔  ✔  ✔
 OPTIMIZE ✔ ✔  ✔  ✔  DR DR DR
-ZORDER   ✔ DR DR DR DR DR DR
+ZORDER   ✔ ✔  ✔  ✔  DR DR DR
 REORG    ✔ ✔  ✔  ✔  DR DR DR
 """
 # Rule 5: theirs works in p=2 (file B); ours (key 1) in p=1 (file A).
 DIFFERENT_PARTITIONS = """
 INSERT   ✔ ✔  ✔  ✔  ✔  ✔  ✔
-UPDATE   ✔ ✔  ✔  ✔  ✔  DR ✔
-DELETE   ✔ ✔  ✔  ✔  ✔  DR ✔
-MERGE    ✔ ✔  ✔  ✔  ✔  DR ✔
+UPDATE   ✔ ✔  ✔  ✔  ✔  ✔  ✔
+DELETE   ✔ ✔  ✔  ✔  ✔  ✔  ✔
+MERGE    ✔ ✔  ✔  ✔  ✔  ✔  ✔
 OPTIMIZE ✔ ✔  ✔  ✔  DR DR DR
-ZORDER   ✔ DR DR DR DR DR DR
+ZORDER   ✔ ✔  ✔  ✔  DR DR DR
 REORG    ✔ ✔  ✔  ✔  DR DR DR
 """
 EXPECTED = {
@@ -150,6 +152,10 @@ def test_where_txsql_goes_beyond_databricks(matrix: ConflictMatrix) -> None:
     }
     same_partition = "partitioned, same partition"
     expected = {(same_partition, "WriteSerializable", o, t) for o in DML for t in DML}
+    # A DML and a ZORDER BY, either side first, in every setting (rule 3).
+    for name in EXPECTED:
+        expected |= {(name, "WriteSerializable", o, "ZORDER") for o in DML}
+        expected |= {(name, "WriteSerializable", "ZORDER", t) for t in DML}
     # Serializable, a DML racing an INSERT into its own row's scope (same row / partition).
     for name in ("one file, same row", same_partition):
         expected |= {(name, "Serializable", o, "INSERT") for o in DML}

@@ -39,6 +39,7 @@ from txsql.planner.operations.compaction_maps import (
 )
 from txsql.storage.filesystem import FileIO
 from txsql.txn.rowlevel.row_map import RowMap, Source
+from txsql.txn.rowlevel.sort_map import fits_order_file
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -66,9 +67,10 @@ def row_map_of(
     order_file = new_order_file()
     maps = [build_sorted_map(g, adds, order_file) for g, (adds, _) in zip(groups, written)]
     row_map = joined(maps)
-    if row_map is not None:
-        orders = [o for _, group_orders in written for o in group_orders or []]
-        write_row_order(fs, snapshot.table_root, order_file, orders)
+    orders = [o for _, group_orders in written for o in group_orders or []]
+    if row_map is None or not fits_order_file(orders):
+        return None
+    write_row_order(fs, snapshot.table_root, order_file, orders)
     return row_map
 
 

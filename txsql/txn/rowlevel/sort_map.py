@@ -30,12 +30,22 @@ logger = logging.getLogger(__name__)
 _DTYPE = np.dtype("<u4")
 
 
+def fits_order_file(orders: Sequence[np.ndarray]) -> bool:
+    """Every bin position fits the order file's uint32 (a bin of 2^32 rows or more gets
+    no row map: the file-level rule applies to it)."""
+    return all(o.size == 0 or (o.min() >= 0 and o.max() <= np.iinfo(_DTYPE).max) for o in orders)
+
+
 def encode_order(orders: Sequence[np.ndarray]) -> bytes:
-    """Each bin's bin positions in output order, as the order file's bytes."""
+    """Each bin's bin positions in output order, as the order file's bytes.
+
+    Raises:
+        ValueError: A position does not fit (see :func:`fits_order_file`).
+    """
     if not orders:
         return zlib.compress(b"")
     joined = np.concatenate([np.asarray(o, dtype=np.int64) for o in orders])
-    if joined.size and (joined.min() < 0 or joined.max() > np.iinfo(_DTYPE).max):
+    if not fits_order_file([joined]):
         raise ValueError("bin positions out of range for the order file")
     return zlib.compress(joined.astype(_DTYPE).tobytes(), 1)
 

@@ -15,7 +15,7 @@ from tests.interop.readers import deltalake_rows, duckdb_rows
 from txsql.errors import VersionNotFoundError
 from txsql.log.deltalog import DeltaLog
 from txsql.planner.operations.vacuum import CHECK_CONF, RetentionTooShortError
-from txsql.storage.paths import data_file_path
+from txsql.storage.paths import ROW_ORDER_DIR, data_file_path
 
 pytestmark = [pytest.mark.spark]
 
@@ -68,6 +68,10 @@ def build_history(s: txsql.Session) -> tuple[DeltaLog, set[str], set[str]]:
     ]
     for orphan in orphans:
         Path(orphan).write_bytes(b"x")
+    # A sorting compaction's row order (hidden, ``_``-prefixed): VACUUM never touches it.
+    order = Path(root) / ROW_ORDER_DIR / "old.bin"
+    order.parent.mkdir()
+    order.write_bytes(b"x")
     snapshot = log.snapshot()
     live = {data_file_path(root, f.path) for f in snapshot.files}
     for f in snapshot.files:
@@ -76,7 +80,7 @@ def build_history(s: txsql.Session) -> tuple[DeltaLog, set[str], set[str]]:
     # The whole table, version 0 included, is two days old: the orphans were written after
     # the table's creation, so VACUUM may prove they are its own.
     age([*all_files(root), log.store.log_path("00000000000000000000.json"), str(staging)])
-    doomed = {os.path.normpath(p) for p in all_files(root)} - live
+    doomed = {os.path.normpath(p) for p in all_files(root)} - live - {str(order)}
     assert len(doomed) >= 5  # the 'b' file, the old DV file and the orphans
     return log, live, doomed
 
@@ -110,6 +114,7 @@ def test_vacuum_deletes_them_and_the_table_stays_readable(session: txsql.Session
     assert not any(os.path.exists(p) for p in doomed)
     assert all(os.path.exists(p) for p in live)
     assert not (Path(log.table_root) / "_txsql_staging").exists()
+    assert (Path(log.table_root) / ROW_ORDER_DIR / "old.bin").exists()
     assert sorted(tuple(r) for r in session.sql("SELECT * FROM t").df.collect()) == expected
     latest = log.latest_version()
     assert latest == (version or 0) + 2
@@ -140,6 +145,7 @@ def test_retention_check_refuses_short_retain(session: txsql.Session, spark: Any
     # VACUUM START commit (every commit removes those).
     assert r.metrics["numDeletedFiles"] >= 4
     assert not (Path(log.table_root) / "_txsql_staging").exists()
+    assert (Path(log.table_root) / ROW_ORDER_DIR / "old.bin").exists()
     assert all(os.path.exists(p) for p in live)
     rows = sorted(tuple(r) for r in session.sql("SELECT * FROM t").df.collect())
     assert rows == [(2, "a"), (4, "c")]

@@ -6,8 +6,9 @@ older than the cutoff*: every version from that checkpoint on stays rebuildable,
 table is never left without a starting point. Timestamps are the commit files' adjusted
 modification times (strictly increasing, like Delta), so what is deleted is always a
 prefix of the log. Row orders of txsql's sorting compactions (``_txsql_row_orders/``) go
-once older than the same cutoff. ``delta.enableExpiredLogCleanup = false`` turns cleanup off. Time
-travel to a deleted version then raises :class:`~txsql.errors.VersionNotFoundError`.
+once older than the same cutoff. ``delta.enableExpiredLogCleanup = false`` turns cleanup
+off. Time travel to a deleted version then raises
+:class:`~txsql.errors.VersionNotFoundError`.
 """
 
 from __future__ import annotations

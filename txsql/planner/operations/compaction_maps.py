@@ -4,8 +4,9 @@ the files Spark wrote, so a DML racing the compaction and the compaction both co
 Bin-packing: each bin is written by its own task in source order, so task ``i``'s one
 file holds bin ``i``'s live rows in order (:func:`build_row_map`). Sorting (ZORDER,
 clustering): the rewrite's sort is a total order (the sort key, then source file and row
-index), so a second, narrow query over the same sorted rows yields each output row's bin
-position in the order the write produced (:func:`bin_orders`); task ``i`` writes bin
+index) and the sorted rows are cached as the write computes them, so a narrow read of
+that cache yields each output row's bin position in the order the write produced
+(:func:`bin_orders`); task ``i`` writes bin
 ``i``'s rows into files ``c000``, ``c001``, ... in turn (:func:`build_sorted_map`). A map is
 only recorded when every file is accounted for with exactly the bin's live row count.
 """
@@ -109,15 +110,18 @@ def build_sorted_map(
 def bin_orders(
     sorted_rows: DataFrame, bin_key: str, position: str, keys: list[int]
 ) -> list[np.ndarray]:
-    """Each bin's bin positions in output order: one narrow query over the sorted rows
+    """Each bin's bin positions in output order: one narrow read of the sorted rows
     (``keys[i]`` is bin ``i``'s key; Spark returns partitions, and rows, in order)."""
     table = sorted_rows.select(bin_key, position).toArrow()
     key_values = table.column(0).to_numpy()
-    positions = table.column(1).to_numpy().astype(np.int64)
-    orders = []
-    for key in keys:
-        orders.append(positions[key_values == key])
-    return orders
+    # One stable sort by bin keeps each bin's rows in output order (a mask per bin would
+    # scan every row once per bin).
+    by_bin = np.argsort(key_values, kind="stable")
+    sorted_keys = key_values[by_bin]
+    positions = table.column(1).to_numpy().astype(np.int64)[by_bin]
+    starts = np.searchsorted(sorted_keys, keys, side="left")
+    ends = np.searchsorted(sorted_keys, keys, side="right")
+    return [positions[lo:hi] for lo, hi in zip(starts, ends)]
 
 
 def new_order_file() -> str:

@@ -1,5 +1,5 @@
 """The rewrite of OPTIMIZE / REORG (``txsql.planner.operations.optimize`` plans the bins):
-one Spark job writes every bin's live rows, and for a sort one narrow query more gives
+one Spark job writes every bin's live rows, and for a sort a narrow read of their cache gives
 the rows' order for the row map (:mod:`txsql.planner.operations.compaction_maps`).
 
 Row order: without a sort key a bin's rows keep their order (file by file, by row index).
@@ -124,7 +124,7 @@ def rewrite_bins(
         rows = rows.repartition(len(bins), bin_key)
     parts = [F.col(quote(c)) for c in snapshot.partition_columns]
     # Source order and row index after the sort key: a total order, so the write and the
-    # row-order query below see the rows in the same order.
+    # read of the row order below see the rows in the same order.
     source_order = [F.col(order), F.col(quote(row_column))]
     if len(zorder) == 1:  # one column: its own order is the curve
         rows = rows.sortWithinPartitions(*parts, bin_key, F.col(quote(zorder[0])), *source_order)

@@ -96,18 +96,19 @@ def _counts_agree(row_map: RowMap, winner: WinningCommit) -> bool:
 
 
 def _translate(
-    row_map: RowMap, rows: Mapping[str, BitMap64], state: RowLevelState
-) -> dict[str, BitMap64]:
-    """Source rows -> output rows by the map's kind (raises UntranslatableError)."""
+    row_map: RowMap, row_sets: Sequence[Mapping[str, BitMap64]], state: RowLevelState
+) -> list[dict[str, BitMap64]]:
+    """Each set of source rows -> output rows by the map's kind, the layout DVs and a
+    sort's order loaded once for all of them (raises UntranslatableError)."""
     layout = layout_bitmaps(row_map, state)
     if row_map.order_file is None:
-        return translate(row_map, rows, layout)
-    if not any(rows.values()):
-        return {}
+        return [translate(row_map, rows, layout) for rows in row_sets]
+    if not any(any(rows.values()) for rows in row_sets):
+        return [{} for _ in row_sets]
     orders = load_order(row_map, state.table_root, state.fs)
     if orders is None:
         raise UntranslatableError(f"row order {row_map.order_file} is unreadable")
-    return translate_sorted(row_map, orders, rows, layout)
+    return [translate_sorted(row_map, orders, rows, layout) for rows in row_sets]
 
 
 def own_row_map(parameters: Mapping[str, Any], actions: Sequence[Action]) -> RowMap | None:
@@ -163,8 +164,7 @@ def plan_dml_translation(
     if not touched:
         return DmlTranslation(frozenset(), {}, {}, frozenset(), dict(winner.adds))
     try:
-        deletes = _translate(row_map, ours, state)
-        read_rows = _translate(row_map, read, state)
+        deletes, read_rows = _translate(row_map, [ours, read], state)
     except UntranslatableError:
         return None
     unknown = {
@@ -212,7 +212,7 @@ def plan_carry(
             sources[path] = readd.to_remove(data_change=False)
         newly[path] = after - before
     try:
-        deletes = _translate(row_map, newly, state)
+        [deletes] = _translate(row_map, [newly], state)
     except UntranslatableError:
         return None
     return Carry(sources, deletes)

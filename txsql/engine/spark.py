@@ -89,6 +89,9 @@ def local_session(master: str = "local[*]", app_name: str = "txsql") -> SparkSes
         # executions (plans included), and its file status cache grows to 250 MB: the
         # JVM heap grew by ~100 MB per 1,000 statements (benchmarks/soak.py).
         **RETENTION_CONF,
+        # A checkpointed MERGE source is freed once the JVM has collected it; Spark forces
+        # that collection every 30 minutes by default.
+        "spark.cleaner.periodicGC.interval": "5min",
         "spark.sql.shuffle.partitions": "4",
         "spark.driver.memory": os.environ.get("TXSQL_DRIVER_MEMORY", "2g"),
         "spark.sql.execution.arrow.pyspark.enabled": "true",

@@ -10,10 +10,15 @@ the same file does not.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import txsql
@@ -24,7 +29,8 @@ from txsql.errors import (
     MergeCardinalityError,
 )
 from txsql.planner.operations.merge import execute as mx
-from txsql.planner.operations.merge.execute import SPLIT_ROWS_ENV
+from txsql.planner.operations.merge.check import SourceRows
+from txsql.planner.operations.merge.execute import CHECKPOINT_PLANNING_ENV, SPLIT_ROWS_ENV
 from txsql.planner.operations.merge.small_target import SMALL_TARGET_ROWS_ENV
 
 pytestmark = pytest.mark.spark
@@ -176,7 +182,17 @@ def test_duplicate_match_is_refused_and_leaves_the_table_unchanged(
     assert sorted(p.name for p in Path(handle.location).rglob("*.parquet")) == data_files
 
 
-def test_concurrent_delete_of_a_matched_row_conflicts(s: txsql.Session, spark: Any) -> None:
+@pytest.fixture(params=[False, True], ids=["persisted-source", "checkpointed-source"])
+def checkpointed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Both ways a MERGE holds its source: persisted, or checkpointed (forced here by a
+    zero planning budget; by default a source slow to plan, e.g. a pandas DataFrame)."""
+    monkeypatch.setenv(CHECKPOINT_PLANNING_ENV, "0" if request.param else "1e9")
+    return bool(request.param)
+
+
+def test_concurrent_delete_of_a_matched_row_conflicts(
+    s: txsql.Session, spark: Any, checkpointed: bool
+) -> None:
     source = [(1002, 2, "ours"), (2003, 3, "ours"), (ROWS + 1, 1, "new")]
     _source(spark, source)
     start = _table(s)
@@ -192,7 +208,9 @@ def test_concurrent_delete_of_a_matched_row_conflicts(s: txsql.Session, spark: A
     _assert_readers(s, expected)
 
 
-def test_concurrent_change_of_an_unmatched_row_commits(s: txsql.Session, spark: Any) -> None:
+def test_concurrent_change_of_an_unmatched_row_commits(
+    s: txsql.Session, spark: Any, checkpointed: bool
+) -> None:
     # 2004 sits in the file of 2003 (ids 2000..2999): another row, so both commit.
     source = [(1002, 2, "ours"), (2003, 3, "ours"), (ROWS + 1, 1, "new")]
     _source(spark, source)
@@ -205,3 +223,112 @@ def test_concurrent_change_of_an_unmatched_row_commits(s: txsql.Session, spark: 
     expected = _duckdb_merge(start, source, [winner, UPSERT])
     assert _table(s) == expected
     _assert_readers(s, expected)
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split-join", "one-join"])
+def test_a_checkpointed_source_gives_the_rows_and_jobs_of_a_persisted_one(
+    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch, split: bool
+) -> None:
+    """A pandas source (its plan carries every row) is checkpointed once its planning
+    passes the budget: same rows as DuckDB's MERGE, same Spark job count as the
+    persisted source (the checkpoint's job also counts the rows)."""
+    if not split:
+        monkeypatch.setenv(SPLIT_ROWS_ENV, "0")
+    ways: list[bool] = []
+    statement_source = mx.statement_source
+
+    @contextmanager
+    def recording(source: Any) -> Iterator[tuple[Any, int | None]]:
+        with statement_source(source) as (rows, counted):
+            ways.append(counted is not None)
+            yield rows, counted
+
+    monkeypatch.setattr(mx, "statement_source", recording)
+    source = _source_rows()
+    spark.createDataFrame(
+        pd.DataFrame(source, columns=["id", "k", "v"]).astype({"k": "int32"})
+    ).createOrReplaceTempView("src")
+    before = _table(s)
+    expected = _duckdb_merge(before, source, [MULTI_CLAUSE])
+    jobs = []
+    for budget in ("1e9", "0"):  # persisted, then checkpointed, on two copies
+        monkeypatch.setenv(CHECKPOINT_PLANNING_ENV, budget)
+        tx = s.begin()
+        jobs.append(tx.sql(MULTI_CLAUSE).metrics["spark_jobs"])
+        if budget == "1e9":
+            tx.rollback()
+        else:
+            tx.commit()
+    assert ways == [False, True]
+    assert jobs[0] == jobs[1]
+    assert _table(s) == expected
+    _assert_readers(s, expected)
+
+
+def test_a_checkpointed_source_is_evaluated_once(
+    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-deterministic source: the rows counted, inserted and updated are the same
+    evaluation of it."""
+    monkeypatch.setenv(CHECKPOINT_PLANNING_ENV, "0")
+    spark.sql(
+        "SELECT id * 3 AS id, CAST(rand() * 10 AS INT) AS k, 'r' AS v "
+        f"FROM range(0, {2 * ROWS // 3})"
+    ).createOrReplaceTempView("src")
+    result = s.sql(
+        "MERGE INTO t USING src ON t.id = src.id "
+        "WHEN MATCHED AND src.k < 5 THEN UPDATE SET k = src.k, v = 'updated' "
+        "WHEN NOT MATCHED AND src.k < 5 THEN INSERT (id, k, v) VALUES (src.id, src.k, 'new')"
+    )
+    rows = _table(s)
+    changed = [(k, v, n) for (_, k, v), n in rows.items() if v in ("updated", "new")]
+    assert all(k < 5 for k, _, _ in changed)  # as the clause conditions saw them
+    updated = sum(n for _, v, n in changed if v == "updated")
+    assert result.metrics["num_updated_rows"] == updated > 0
+    inserted = sum(n for _, v, n in changed if v == "new")
+    assert result.metrics["num_inserted_rows"] == inserted > 0
+    assert _operation_metrics(s)["numSourceRows"] == 2 * ROWS // 3
+    _assert_readers(s, rows)
+
+
+def test_a_checkpointed_source_is_unreferenced_after_the_statement(
+    s: txsql.Session, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the conflict check's handle references a checkpointed source after its job
+    (a projection, no second cached copy), and txsql drops it by the next statement
+    boundary after the transaction; Spark's cleaner then frees the stored rows once the
+    JVM has collected the RDD (forced every 5 minutes by ``local_session``)."""
+    monkeypatch.setenv(CHECKPOINT_PLANNING_ENV, "0")
+    _source(spark, _source_rows())
+    kept: list[weakref.ref[Any]] = []
+    capture = SourceRows.capture.__func__  # type: ignore[attr-defined]
+
+    def remembering(cls: type[SourceRows], *args: Any) -> SourceRows:
+        rows = capture(cls, *args)
+        kept.append(weakref.ref(rows.kept))
+        return rows
+
+    monkeypatch.setattr(SourceRows, "capture", classmethod(remembering))
+    tx = s.begin()
+    tx.sql(UPSERT)
+    gc.collect()
+    handle = kept[0]()
+    assert handle is not None  # the open transaction's conflict check still needs it
+    assert not handle.is_cached
+    del handle
+    tx.commit()
+    for _ in range(2):
+        s.sql(UPSERT)
+    del tx
+    gc.collect()  # finalizes the transactions' source handles: their releases are queued
+    s.sql("SELECT count(*) FROM t")  # a statement boundary: queued releases run
+    gc.collect()
+    assert len(kept) == 3
+    assert [ref() for ref in kept] == [None, None, None]
+
+
+def _operation_metrics(s: txsql.Session) -> dict[str, int]:
+    handle = s.table("t")
+    info = handle.snapshot(handle.version()).commit_info
+    assert info is not None
+    return {k: int(v) for k, v in (info.operation_metrics or {}).items()}

@@ -60,20 +60,22 @@ class SourceRows:
         weakref.finalize(self, release_later, kept.unpersist)
 
     @classmethod
-    def capture(cls, source: DataFrame, columns: Sequence[str]) -> SourceRows:
-        """Keep ``columns`` of ``source`` (which must be persisted: read once).
+    def capture(cls, source: DataFrame, columns: Sequence[str], persist: bool = True) -> SourceRows:
+        """Keep ``columns`` of ``source`` (which must be persisted or checkpointed: read
+        once).
 
         Lazy: the caller materializes :attr:`kept` by running a job over it while the
         source is still persisted (the MERGE's source count does), so no job of its own.
-        Rows are not de-duplicated: that would add a shuffle, and a semi-join does not
-        care.
+        ``persist=False`` for a checkpointed source: its stored rows never change, and the
+        copy would cost a job. Rows are not de-duplicated: that would add a shuffle, and a
+        semi-join does not care.
         """
 
         if columns:
             keys = source.select(*[F.col(_quoted(c)) for c in columns])
         else:  # ON reads no source column: only whether the source has rows matters
             keys = source.select(F.lit(True).alias(_ANY))
-        return cls(keys.schema, keys.persist(StorageLevel.MEMORY_AND_DISK))
+        return cls(keys.schema, keys.persist(StorageLevel.MEMORY_AND_DISK) if persist else keys)
 
     def dataframe(self, spark: SparkSession) -> DataFrame:
         del spark
@@ -202,14 +204,15 @@ def by_source_predicate(merge: Merge, plan: MergePlan, snapshot: Snapshot) -> Pr
     return to_predicate(either, snapshot.schema_json, tuple(q for q in qualifiers if q))
 
 
-def capture_source(source: DataFrame, plan: MergePlan) -> SourceRows | None:
-    """The handle for the conflict check, or None if ON is non-deterministic or the ON
-    columns cannot be kept (e.g. a map column, which Spark cannot de-duplicate): then the
-    MERGE is recorded as reading its files, as before join reads (never less safe)."""
+def capture_source(source: DataFrame, plan: MergePlan, persist: bool = True) -> SourceRows | None:
+    """The handle for the conflict check (``persist`` as in :meth:`SourceRows.capture`),
+    or None if ON is non-deterministic or the ON columns cannot be kept (e.g. a map
+    column, which Spark cannot de-duplicate): then the MERGE is recorded as reading its
+    files, as before join reads (never less safe)."""
     if not plan.on_deterministic:
         return None
     try:
-        return SourceRows.capture(source, plan.source_columns)
+        return SourceRows.capture(source, plan.source_columns, persist)
     except Exception:
         logger.debug("cannot keep the MERGE source for conflict checks", exc_info=True)
         return None

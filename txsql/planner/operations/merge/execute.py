@@ -7,7 +7,8 @@ Rows that neither match nor get an action are dropped, so what gets persisted is
 the touched target rows, the matched ones and the rows to insert.
 
 Spark jobs (each through :func:`~txsql.planner.dml.jobs.count_job`): :func:`count_rows`
-materializes the persisted source (so Spark sees its real size; a source too big for
+materializes the persisted source, or :func:`statement_source` checkpoints a source slow
+to plan, in one job either way (so Spark sees its real size; a source too big for
 Spark's broadcast threshold but small next to the target is broadcast by a hint,
 :func:`broadcasts_source`), the new rows are written, and
 :func:`~txsql.planner.operations.merge.summary.summarize` returns counts and per-file
@@ -23,6 +24,7 @@ rows the join outputs, so a cheaper file key saved no task CPU (same section).
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,6 +61,9 @@ _DEFAULT_SPLIT_ROWS = 2_000_000
 BROADCAST_BYTES_ENV = "TXSQL_MERGE_BROADCAST_MAX_SOURCE_BYTES"
 """Sources estimated at most this many bytes are broadcast (see :func:`broadcasts_source`)."""
 _DEFAULT_BROADCAST_BYTES = 64 << 20
+CHECKPOINT_PLANNING_ENV = "TXSQL_MERGE_CHECKPOINT_PLANNING_SECONDS"
+"""Sources whose planning takes longer are checkpointed (see :func:`statement_source`)."""
+_DEFAULT_CHECKPOINT_PLANNING = 0.1
 # Bytes per value by Spark SQL type name, for the estimate of broadcasts_source(); types
 # not listed (strings, binaries, nested values) count as _OTHER_BYTES (Spark's own default
 # size for a string is 20).
@@ -75,6 +80,41 @@ _FIXED_BYTES = {
     "timestamp_ntz": 8,
 }
 _OTHER_BYTES = 32
+
+
+@contextmanager
+def statement_source(source: DataFrame) -> Iterator[tuple[DataFrame, int | None]]:
+    """The source with its marker columns (:func:`with_source_marker`), read once for the
+    statement, and its row count when already known (else None: count it with
+    :func:`count_rows`, which also fills the cache).
+
+    Persisted for the block, unless planning it took longer than
+    :data:`CHECKPOINT_PLANNING_ENV` seconds (default 0.1): a plan that carries its rows
+    (a pandas or Arrow DataFrame is a ``LocalRelation`` of every row) is re-analysed
+    by each of the statement's ~20 later DataFrame steps, row by row, and a persisted
+    plan still carries them. Then the source is checkpointed (one job, which also counts
+    it): later steps analyse a reference to the stored rows instead (benchmarks/README.md,
+    "MERGE at its floor"). Spark frees a checkpoint once nothing references it.
+    """
+    marked = with_source_marker(source)
+    started = time.perf_counter()
+    cached = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    slow = time.perf_counter() - started > float(
+        os.environ.get(CHECKPOINT_PLANNING_ENV, _DEFAULT_CHECKPOINT_PLANNING)
+    )
+    try:
+        if not slow:
+            yield cached, None
+            return
+        observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
+        counted = cached.observe(observed, F.count(F.lit(1)).alias("n"))
+        cut = count_job(
+            lambda: counted.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        )
+        cached.unpersist()  # the checkpoint holds the rows now
+        yield cut, int(observed.get["n"])
+    finally:
+        cached.unpersist()
 
 
 @contextmanager

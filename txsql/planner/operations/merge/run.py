@@ -205,11 +205,14 @@ def _execute(
     changes = StatementChanges()
     outcome = DeletionOutcome()
     try:
-        with mx.persisted(mx.with_source_marker(source)) as src:
+        with mx.statement_source(source) as (src, counted):
             # Job 1 fills the source's cache (and the conflict check's copy of its ON
-            # columns): Spark then plans the join knowing the source's real size.
-            source_rows = capture_source(src, plan)
-            num_source = mx.count_rows(source_rows.kept if source_rows is not None else src)
+            # columns): Spark then plans the join knowing the source's real size. A
+            # checkpointed source is stored and counted already, and never recomputed.
+            source_rows = capture_source(src, plan, persist=counted is None)
+            num_source = counted
+            if num_source is None:
+                num_source = mx.count_rows(source_rows.kept if source_rows else src)
             types = _column_types(snapshot)
             small = small_target(plan, files, cdf_enabled(snapshot))
             split = small or mx.splits_join(plan, num_source)

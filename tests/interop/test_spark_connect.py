@@ -18,6 +18,7 @@ import pytest
 from tests.fixture_cases import CASES, expected_rows
 from tests.interop.connect_store_client import WORKLOAD
 from tests.interop.readers import deltalake_rows, duckdb_rows
+from txsql.planner.operations.merge.execute import CHECKPOINT_PLANNING_ENV
 
 pytestmark = pytest.mark.connect
 
@@ -118,15 +119,20 @@ def test_sql_write_and_time_travel_over_spark_connect(connect_results: dict[str,
 # --- a client that reaches the warehouse only through txsql.storage --------------------
 
 
-@pytest.fixture(scope="module")
-def store_results(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The guarded client (tests/interop/connect_store_client.py) on a file:// warehouse."""
+@pytest.fixture(scope="module", params=["1e9", "0"], ids=["persisted", "checkpointed"])
+def store_results(
+    connect_url: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, Any]:
+    """The guarded client (tests/interop/connect_store_client.py) on a file:// warehouse,
+    its MERGE holding the source persisted, then checkpointed (Connect reports no
+    metrics observed by a checkpoint)."""
     warehouse = tmp_path_factory.mktemp("connect-store") / "wh"
     root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, CHECKPOINT_PLANNING_ENV: request.param}
     done = subprocess.run(
         [sys.executable, "-m", "tests.interop.connect_store_client", connect_url,
          warehouse.as_uri()],
-        cwd=root, capture_output=True, text=True, timeout=600, check=False,
+        cwd=root, capture_output=True, text=True, timeout=600, check=False, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

@@ -106,13 +106,14 @@ def statement_source(source: DataFrame) -> Iterator[tuple[DataFrame, int | None]
         if not slow:
             yield cached, None
             return
-        observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
-        counted = cached.observe(observed, F.count(F.lit(1)).alias("n"))
+        counted, observed = _observing_count(cached)
         cut = count_job(
             lambda: counted.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         )
         cached.unpersist()  # the checkpoint holds the rows now
-        yield cut, int(observed.get["n"])
+        metrics = observed.get
+        # Spark Connect reports no observed metrics for a checkpoint: count the stored rows.
+        yield cut, int(metrics["n"]) if "n" in metrics else count_rows(cut)
     finally:
         cached.unpersist()
 
@@ -159,9 +160,15 @@ def count_rows(df: DataFrame) -> int:
     ``mapInArrow`` count paid ~0.1 s per task for the worker round trip).
     """
 
-    observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
-    run_rows(df.observe(observed, F.count(F.lit(1)).alias("n")))
+    counted, observed = _observing_count(df)
+    run_rows(counted)
     return int(observed.get["n"])
+
+
+def _observing_count(df: DataFrame) -> tuple[DataFrame, Observation]:
+    """``df`` counting its rows into the returned observation (``n``) as a job reads it."""
+    observed = Observation(f"txsql_merge_source_{uuid.uuid4().hex}")
+    return df.observe(observed, F.count(F.lit(1)).alias("n")), observed
 
 
 def run_rows(df: DataFrame) -> None:

@@ -113,7 +113,8 @@ def statement_source(source: DataFrame) -> Iterator[tuple[DataFrame, int | None]
         cached.unpersist()  # the checkpoint holds the rows now
         metrics = observed.get
         # Spark Connect reports no observed metrics for a checkpoint: count the stored rows.
-        yield cut, int(metrics["n"]) if "n" in metrics else count_rows(cut)
+        rows = int(metrics["n"]) if "n" in metrics else count_rows(cut)
+        yield cut, rows
     finally:
         cached.unpersist()
 

@@ -106,6 +106,8 @@ def statement_source(source: DataFrame) -> Iterator[tuple[DataFrame, int | None]
         if not slow:
             yield cached, None
             return
+        # Checkpointed through the persisted plan: the cache it fills for the moment costs
+        # less than planning the slow plan a second time.
         counted, observed = _observing_count(cached)
         cut = count_job(
             lambda: counted.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
